@@ -1,0 +1,58 @@
+# make            -> build/lib/libusmc.so, build/bin/usmc
+# make SAN=asan   -> the same under build-asan/, with AddressSanitizer and UBSan
+# make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
+# make test       -> every test suite (see tests/run-all.sh)
+# Path lengths are checked where they matter, so -Wformat-truncation is noise here.
+
+CC ?= cc
+SAN ?=
+BUILD := build$(if $(SAN),-$(SAN))
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -Wshadow -fPIC -pthread -Wno-format-truncation
+ifeq ($(SAN),asan)
+  SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  SANRT := $(shell $(CC) -print-file-name=libasan.so)
+else ifeq ($(SAN),tsan)
+  SANFLAGS := -O1 -fsanitize=thread
+  SANRT := $(shell $(CC) -print-file-name=libtsan.so)
+else ifeq ($(SAN),)
+  SANFLAGS := -O2
+else
+  $(error SAN must be asan or tsan)
+endif
+CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
+
+CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c)
+LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
+TOOLSRC := $(wildcard src/tools/*.c) src/core/config.c src/core/decline.c src/core/stats.c src/core/sys.c
+
+LIBOBJ := $(LIBSRC:%.c=$(BUILD)/obj/%.o)
+TOOLOBJ := $(TOOLSRC:%.c=$(BUILD)/obj/tool/%.o)
+HEADERS := $(wildcard src/*/*.h) $(wildcard include/usmc/*.h)
+
+all: $(BUILD)/lib/libusmc.so $(BUILD)/bin/usmc
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -c $< -o $@
+
+$(BUILD)/obj/tool/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude $(if $(SANRT),-DUSMC_SANITIZER_RUNTIME='"$(SANRT)"') -c $< -o $@
+
+$(BUILD)/lib/libusmc.so: $(LIBOBJ) src/interpose/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/interpose/exports.map -Wl,-z,defs \
+		-o $@ $(LIBOBJ) -ldl
+
+$(BUILD)/bin/usmc: $(TOOLOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(TOOLOBJ) -ldl
+
+test: all
+	tests/run-all.sh
+
+clean:
+	rm -rf build build-asan build-tsan
+
+.PHONY: all test clean

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what building and testing usmc needs on Debian 12. Safe to run again: it returns at
+# once when everything is present. Runs as root.
+set -euo pipefail
+
+packages=(
+    build-essential make gcc clang libclang-rt-14-dev
+    sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached
+    iproute2 iptables procps psmisc python3
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#packages[@]} packages present"
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: must run as root to install: ${missing[*]}" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+
+available=() unknown=()
+for pkg in "${missing[@]}"; do
+    if grep -q 'Candidate: [^(]' <<<"$(apt-cache policy "$pkg")"; then
+        available+=("$pkg")
+    else
+        unknown+=("$pkg")
+    fi
+done
+if [ ${#unknown[@]} -gt 0 ]; then
+    echo "install-deps: no installation candidate for: ${unknown[*]}" >&2
+fi
+
+# Tests start their own servers on their own ports with private configuration, so the
+# distribution's redis, nginx, memcached and iperf3 services must not be started by the
+# installation: policy-rc.d forbids it for the duration (exit status 101 = action not allowed).
+policy=/usr/sbin/policy-rc.d
+own_policy=
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    own_policy=1
+fi
+trap '[ -z "$own_policy" ] || rm -f "$policy"' EXIT
+
+if [ ${#available[@]} -gt 0 ]; then
+    apt-get install -y -q --no-install-recommends "${available[@]}"
+fi
+
+# Where systemd manages services, keep them from starting at the next boot either.
+if [ -d /run/systemd/system ]; then
+    for service in redis-server nginx memcached iperf3; do
+        systemctl disable --now "$service" >/dev/null 2>&1 || true
+    done
+fi
+
+[ ${#unknown[@]} -eq 0 ]

@@ -1,0 +1,25 @@
+/* TCP endpoint addresses, normalised so that an IPv4-mapped IPv6 address and its
+ * IPv4 form compare equal: a dual-stack listener sees IPv4 peers that way. */
+#ifndef USMC_ADDR_H
+#define USMC_ADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct addr {
+	int family;          /* AF_INET or AF_INET6 */
+	uint8_t ip[16];      /* 4 or 16 bytes used */
+	uint16_t port;       /* host order */
+};
+
+void addr_from_sockaddr(struct addr *a, const struct sockaddr *sa);
+int addr_equal(const struct addr *a, const struct addr *b); /* ip and port */
+int addr_is_any(const struct addr *a);
+int addr_is_loopback(const struct addr *a);
+unsigned addr_port(const struct sockaddr *sa);
+void addr_format(const struct addr *a, char *buf, size_t len);  /* ip only */
+int addr_parse(struct addr *a, const char *s);                  /* ip only */
+int addr_is_inet(const struct sockaddr *sa, socklen_t len);
+
+#endif

@@ -1,0 +1,103 @@
+#include "clc.h"
+
+#include <string.h>
+
+static void hdr_init(struct clc_hdr *h, enum clc_type type, size_t len)
+{
+	h->eyecatcher = CLC_EYECATCHER;
+	h->type = (uint8_t)type;
+	h->version = CLC_VERSION;
+	h->length = (uint16_t)len;
+}
+
+void clc_proposal_init(struct clc_proposal *p)
+{
+	memset(p, 0, sizeof(*p));
+	hdr_init(&p->hdr, CLC_PROPOSAL, sizeof(*p));
+}
+
+void clc_withdraw_init(struct clc_withdraw *w, uint64_t conn_id)
+{
+	memset(w, 0, sizeof(*w));
+	hdr_init(&w->hdr, CLC_WITHDRAW, sizeof(*w));
+	w->conn_id = conn_id;
+}
+
+void clc_decline_init(struct clc_decline *d, uint64_t conn_id, uint32_t reason)
+{
+	memset(d, 0, sizeof(*d));
+	hdr_init(&d->hdr, CLC_DECLINE, sizeof(*d));
+	d->conn_id = conn_id;
+	d->reason = reason;
+}
+
+int clc_proposal_nfds(uint32_t flags)
+{
+	return (flags & CLC_F_NEW_ARENA) ? CLC_FD_ARENA + 1 : CLC_FD_ARENA;
+}
+
+static int pow2_in(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+static int check_proposal(const struct clc_proposal *p, int nfds)
+{
+	if (p->flags & ~CLC_F_NEW_ARENA)
+		return CLC_EFIELD;
+	if (nfds != clc_proposal_nfds(p->flags))
+		return CLC_EFDS;
+	if ((p->flags & CLC_F_NEW_ARENA) &&
+	    (p->arena_size == 0 || p->arena_size > CLC_ARENA_MAX || (p->arena_size & 4095)))
+		return CLC_EFIELD;
+	for (int i = 0; i < 2; i++)
+		if (!pow2_in(p->ring_size[i], CLC_RING_MIN, CLC_RING_MAX))
+			return CLC_EFIELD;
+	/* The segment must hold a page of header and both rings; whether it fits in
+	 * its arena is checked against the arena actually mapped. */
+	if (p->seg_size > CLC_ARENA_MAX || (p->seg_off & 4095) ||
+	    p->seg_size < 4096 + p->ring_size[0] + p->ring_size[1] ||
+	    p->seg_off > CLC_ARENA_MAX - p->seg_size)
+		return CLC_EFIELD;
+	return CLC_OK;
+}
+
+int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
+{
+	struct clc_hdr h;
+	size_t want;
+
+	if (len < sizeof(h))
+		return CLC_ETRUNC;
+	memcpy(&h, buf, sizeof(h));
+	if (h.eyecatcher != CLC_EYECATCHER || h.version != CLC_VERSION)
+		return CLC_EMAGIC;
+	switch (h.type) {
+	case CLC_PROPOSAL: want = sizeof(struct clc_proposal); break;
+	case CLC_WITHDRAW: want = sizeof(struct clc_withdraw); break;
+	case CLC_DECLINE: want = sizeof(struct clc_decline); break;
+	default: return CLC_ETYPE;
+	}
+	if (len < want)
+		return CLC_ETRUNC;
+	if (h.length != want || len != want)
+		return CLC_ELEN;
+	memcpy(out, buf, want);
+	if (h.type == CLC_PROPOSAL)
+		return check_proposal(&out->proposal, nfds);
+	return nfds == 0 ? CLC_OK : CLC_EFDS;
+}
+
+const char *clc_strerror(int err)
+{
+	switch (err) {
+	case CLC_OK: return "ok";
+	case CLC_ETRUNC: return "truncated message";
+	case CLC_EMAGIC: return "bad eyecatcher or version";
+	case CLC_ETYPE: return "unknown message type";
+	case CLC_ELEN: return "length mismatch";
+	case CLC_EFIELD: return "field out of range";
+	case CLC_EFDS: return "wrong number of descriptors";
+	}
+	return "unknown error";
+}

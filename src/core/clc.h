@@ -1,0 +1,100 @@
+/* Connection Layer Control messages, carried on a link group's control channel.
+ *
+ * SMC's CLC handshake travels inside the TCP stream; ours never does. A client
+ * posts a PROPOSAL before its connect() reaches the listener, so the acceptor
+ * finds it already queued when accept() returns; the TCP 4-tuple is not known
+ * yet, so the proposal carries the client's TCP socket itself (SCM_RIGHTS) and
+ * the acceptor reads the 4-tuple from it: that is the proof of binding.
+ *
+ * All messages are fixed-size little-endian structures with an eyecatcher, a
+ * type and a length; the decoder accepts nothing else. */
+#ifndef USMC_CLC_H
+#define USMC_CLC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLC_EYECATCHER 0x434d5355u /* "USMC" */
+#define CLC_VERSION 1
+
+enum clc_type {
+	CLC_PROPOSAL = 1, /* client -> server: attach this segment to my connection */
+	CLC_WITHDRAW = 2, /* client -> server: the proposed connection never came up */
+	CLC_DECLINE = 3,  /* server -> client: will not attach (reason given) */
+};
+
+/* Fds that travel with a PROPOSAL, in this order. */
+enum clc_fd {
+	CLC_FD_TCP = 0,      /* the client's TCP socket: binding proof */
+	CLC_FD_EV_CLIENT,    /* client's doorbell (server rings it) */
+	CLC_FD_EV_SERVER,    /* server's doorbell (client rings it) */
+	CLC_FD_ARENA,        /* only with CLC_F_NEW_ARENA: the arena memfd */
+	CLC_FD_MAX
+};
+
+#define CLC_F_NEW_ARENA 0x1u
+
+struct clc_hdr {
+	uint32_t eyecatcher;
+	uint8_t type;
+	uint8_t version;
+	uint16_t length;   /* whole message, header included */
+};
+
+struct clc_proposal {
+	struct clc_hdr hdr;
+	uint32_t flags;
+	uint32_t arena_id;
+	uint64_t arena_size;  /* with CLC_F_NEW_ARENA */
+	uint64_t conn_id;     /* unique within the link group, never reused */
+	uint64_t seg_off;     /* segment offset inside the arena */
+	uint64_t seg_size;
+	uint64_t ring_size[2]; /* [0] client->server, [1] server->client */
+};
+
+struct clc_withdraw {
+	struct clc_hdr hdr;
+	uint32_t pad;
+	uint64_t conn_id;
+};
+
+struct clc_decline {
+	struct clc_hdr hdr;
+	uint32_t reason;   /* SMC decline code, see decline.h */
+	uint64_t conn_id;
+};
+
+union clc_msg {
+	struct clc_hdr hdr;
+	struct clc_proposal proposal;
+	struct clc_withdraw withdraw;
+	struct clc_decline decline;
+};
+
+/* Limits a proposal must respect; the decoder enforces them so no later code has
+ * to think about overflow. */
+#define CLC_RING_MIN 4096u
+#define CLC_RING_MAX (64u << 20)
+#define CLC_ARENA_MAX (1ull << 32)
+
+enum clc_err {
+	CLC_OK = 0,
+	CLC_ETRUNC = -1,   /* shorter than its header or its type's size */
+	CLC_EMAGIC = -2,   /* wrong eyecatcher or version */
+	CLC_ETYPE = -3,    /* unknown type */
+	CLC_ELEN = -4,     /* length field disagrees with the type or the datagram */
+	CLC_EFIELD = -5,   /* a field out of range */
+	CLC_EFDS = -6,     /* wrong number of passed descriptors */
+};
+
+/* Validate buf[0..len) received with nfds descriptors and copy it into *out. */
+int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out);
+const char *clc_strerror(int err);
+
+void clc_proposal_init(struct clc_proposal *p);
+void clc_withdraw_init(struct clc_withdraw *w, uint64_t conn_id);
+void clc_decline_init(struct clc_decline *d, uint64_t conn_id, uint32_t reason);
+/* Number of descriptors a valid proposal with these flags carries. */
+int clc_proposal_nfds(uint32_t flags);
+
+#endif

@@ -1,0 +1,25 @@
+/* Settings read once from the environment when the library loads. */
+#ifndef USMC_CONFIG_H
+#define USMC_CONFIG_H
+
+#include <stdint.h>
+
+struct config {
+	char rundir[4096];         /* USMC_RUNDIR: the trust domain */
+	uint64_t ring_size;        /* USMC_RING_SIZE: default bytes per direction */
+	uint64_t pending_window;   /* bytes a client may write before the server attaches */
+	uint64_t arena_size;       /* USMC_ARENA_SIZE: shared memory per link group arena */
+	uint32_t busy_poll_us;     /* USMC_BUSY_POLL_US: spin before sleeping */
+	uint32_t handshake_ms;     /* USMC_HANDSHAKE_TIMEOUT_MS */
+	int disabled;              /* USMC_DISABLE=1: interpose nothing */
+	int ncpus;
+};
+
+extern struct config cfg;
+
+/* Fills cfg; returns -1 with a message on stderr for a malformed value. */
+int config_load(void);
+/* The default runtime directory for this user, used when USMC_RUNDIR is unset. */
+void config_default_rundir(char *buf, unsigned len);
+
+#endif

@@ -1,0 +1,902 @@
+#include "conn.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "../dev/dev.h"
+#include "addr.h"
+#include "config.h"
+#include "hooks.h"
+#include "registry.h"
+#include "segment.h"
+#include "stats.h"
+#include "sys.h"
+
+static const struct dev_ops *dev = &dev_lo;
+
+struct usock *usock_new(int family, int nonblock)
+{
+	struct usock *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->o.kind = OBJ_SOCK;
+	atomic_init(&s->o.refs, 1);
+	atomic_init(&s->o.fdrefs, 1);
+	atomic_init(&s->mode, MODE_NEW);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->rx_lock, NULL);
+	pthread_mutex_init(&s->tx_lock, NULL);
+	s->family = family;
+	s->nonblock = nonblock;
+	s->ev_self = s->ev_peer = -1;
+	return s;
+}
+
+void usock_get(struct usock *s)
+{
+	atomic_fetch_add(&s->o.refs, 1);
+}
+
+void usock_put(struct usock *s)
+{
+	if (atomic_fetch_sub(&s->o.refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->rx_lock);
+	pthread_mutex_destroy(&s->tx_lock);
+	free(s);
+}
+
+static int mode_of(struct usock *s)
+{
+	return atomic_load_explicit(&s->mode, memory_order_acquire);
+}
+
+static void ring_peer(struct usock *s)
+{
+	dev->doorbell_ring(s->ev_peer);
+	stat_add(STAT_DOORBELLS, 1);
+}
+
+/* The rings as seen from this end: the client produces into ring 0 and consumes
+ * ring 1, the server the other way round. */
+static void rings_setup(struct usock *s)
+{
+	struct seg_hdr *h = s->seg.hdr;
+	int tx = s->server ? 1 : 0, rx = !tx;
+
+	ring_end_init(&s->tx, &h->ring[tx], seg_ring_data(h, tx, s->seg.ring_size),
+		      s->seg.ring_size[tx]);
+	ring_end_init(&s->rx, &h->ring[rx], seg_ring_data(h, rx, s->seg.ring_size),
+		      s->seg.ring_size[rx]);
+}
+
+static void shm_teardown(struct usock *s)
+{
+	if (s->ev_self >= 0)
+		real.close(s->ev_self);
+	if (s->ev_peer >= 0)
+		real.close(s->ev_peer);
+	s->ev_self = s->ev_peer = -1;
+	if (s->seg.lgr)
+		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT);
+	memset(&s->seg, 0, sizeof(s->seg));
+}
+
+/* Shared state broke its invariants: this connection is over, as if reset. The
+ * kernel socket gets a real RST so the peer learns it the same way. */
+static void conn_abort(struct usock *s, int fd)
+{
+	struct linger lg = {1, 0};
+
+	if (!atomic_exchange(&s->peer_gone, 1)) {
+		stat_add(STAT_CONN_ABORT, 1);
+		real.setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		real.shutdown(fd, SHUT_RDWR);
+	}
+	atomic_store(&s->tcp_event, 1);
+	s->shut_wr = 1;
+}
+
+static uint64_t ring_for(int requested)
+{
+	uint64_t v = requested > 0 ? (uint64_t)requested : cfg.ring_size, p = CLC_RING_MIN;
+
+	while (p < v && p < CLC_RING_MAX)
+		p <<= 1;
+	return p;
+}
+
+/* ------------------------------------------------------------ connect */
+
+int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t len)
+{
+	char path[4200];
+	enum decline why;
+	struct lgr *g = NULL;
+	int ev[2] = {-1, -1}, r, e;
+
+	if (mode_of(s) != MODE_NEW) {
+		r = real.connect(fd, addr, len);
+		if ((r == 0 || errno == EISCONN) && conn_accel(s))
+			s->connected = 1;
+		return r;
+	}
+	if (!addr_is_inet(addr, len) || addr->sa_family != s->family)
+		return real.connect(fd, addr, len);
+	if (registry_lookup(addr, path, sizeof(path), &why) < 0)
+		goto plain;
+	why = DECL_NO_DEVICE;
+	g = lgr_client_get(path);
+	if (!g)
+		goto plain;
+	why = DECL_MEMORY;
+	ev[0] = dev->doorbell_create();
+	ev[1] = dev->doorbell_create();
+	if (ev[0] < 0 || ev[1] < 0)
+		goto plain;
+	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
+	e = lgr_propose(g, s, fd, rs, &s->seg, ev);
+	if (e) {
+		why = e == -EPIPE ? DECL_NO_DEVICE : DECL_MEMORY;
+		goto plain;
+	}
+	lgr_put(g); /* the segment holds its own reference */
+	g = NULL;
+	rings_setup(s);
+	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
+	s->ev_self = ev[0];
+	s->ev_peer = ev[1];
+	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
+	atomic_store(&s->mode, MODE_PENDING);
+	r = real.connect(fd, addr, len);
+	e = errno;
+	if (r == 0) {
+		s->connected = 1;
+	} else if (e != EINPROGRESS && e != EINTR) {
+		/* Refused or unreachable: nothing to attach; the socket may connect again. */
+		lgr_withdraw(s->seg.lgr, s->conn_id);
+		shm_teardown(s);
+		atomic_store(&s->mode, MODE_NEW);
+	}
+	errno = e;
+	return r;
+plain:
+	if (ev[0] >= 0)
+		real.close(ev[0]);
+	if (ev[1] >= 0)
+		real.close(ev[1]);
+	if (g)
+		lgr_put(g);
+	r = real.connect(fd, addr, len);
+	e = errno;
+	if (r == 0 || e == EINPROGRESS || e == EINTR) {
+		atomic_store(&s->mode, MODE_PLAIN);
+		stat_fallback(why);
+	}
+	errno = e;
+	return r;
+}
+
+/* ------------------------------------------------------------ accept */
+
+void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer)
+{
+	int ev[2];
+	uint64_t id;
+	struct seg_loc loc;
+
+	s->server = 1;
+	s->connected = 1;
+	if (lgr_server_match(fd, peer, &loc, ev, &id) != 1) {
+		atomic_store(&s->mode, MODE_PLAIN);
+		stat_fallback(DECL_NO_PROPOSAL);
+		return;
+	}
+	s->seg = loc;
+	s->conn_id = id;
+	s->ev_self = ev[1];
+	s->ev_peer = ev[0];
+	uint32_t st = SEG_PENDING;
+	if (loc.hdr->magic != SEG_MAGIC) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		lgr_server_decline(loc.lgr, id, decline_code(DECL_PROTOCOL));
+		st = 0;
+	}
+	if (!st || !atomic_compare_exchange_strong(&loc.hdr->state, &st, SEG_ATTACHED)) {
+		/* The client gave up before we came (or the segment is garbage). */
+		shm_teardown(s);
+		atomic_store(&s->mode, MODE_PLAIN);
+		stat_fallback(st ? DECL_TIMEOUT : DECL_PROTOCOL);
+		return;
+	}
+	atomic_store(&loc.hdr->holders[1], 1);
+	rings_setup(s);
+	atomic_store(&s->mode, MODE_SHM);
+	stat_add(STAT_CONN_ACCEL, 1);
+	/* The client may already sleep for data or for room in its pending window. */
+	int a = ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung);
+	int b = ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung);
+	if (a || b)
+		ring_peer(s);
+}
+
+int conn_listen(struct usock *s, int fd, int backlog)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+	int v6only = 0;
+	socklen_t ol = sizeof(v6only);
+	int r = real.listen(fd, backlog);
+
+	if (r < 0 || mode_of(s) != MODE_NEW)
+		return r;
+	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
+		return r;
+	if (s->family == AF_INET6)
+		real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &ol);
+	if (lgr_server_start() < 0)
+		return r;
+	if (registry_add((struct sockaddr *)&ss, v6only, lgr_server_name()) < 0) {
+		lgr_server_listener_gone();
+		return r;
+	}
+	s->bound = ss;
+	s->registered = 1;
+	atomic_store(&s->mode, MODE_LISTEN);
+	return r;
+}
+
+/* ------------------------------------------------------------ pending */
+
+static void become_shm(struct usock *s)
+{
+	struct lgr *g = s->seg.lgr;
+
+	pthread_mutex_lock(&g->lock);
+	for (struct usock **pp = &g->pending; *pp; pp = &(*pp)->pending_next)
+		if (*pp == s) {
+			*pp = s->pending_next;
+			break;
+		}
+	pthread_mutex_unlock(&g->lock);
+	s->tx.cap = s->tx.size;
+	atomic_store(&s->mode, MODE_SHM);
+	stat_add(STAT_CONN_ACCEL, 1);
+}
+
+static int send_all_plain(int fd, const unsigned char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = real.send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return -1;
+		struct pollfd pf = {fd, POLLOUT, 0};
+		real.poll(&pf, 1, -1);
+	}
+	return 0;
+}
+
+/* The client won the race against the attach: the connection is plain TCP, and
+ * what the application already wrote is still in the ring, unread. Send it on
+ * TCP before anything else so the stream stays exact. */
+static void client_fall_back(struct usock *s, int fd, enum decline why)
+{
+	send_all_plain(fd, s->tx.data, s->tx.pos);
+	lgr_withdraw(s->seg.lgr, s->conn_id);
+	shm_teardown(s);
+	atomic_store(&s->mode, MODE_PLAIN);
+	stat_fallback(why);
+	epoll_sock_fallback(s, fd);
+}
+
+static int tcp_has_something(int fd)
+{
+	char c;
+	ssize_t r = real.recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+void conn_pending_check(struct usock *s, int fd)
+{
+	pthread_mutex_lock(&s->lock);
+	if (mode_of(s) != MODE_PENDING) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	uint32_t st = atomic_load_explicit(&s->seg.hdr->state, memory_order_acquire);
+	if (st == SEG_ATTACHED) {
+		become_shm(s);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	int why = -1, d = atomic_load(&s->declined);
+	if (d)
+		why = d - 1;
+	else if (s->connected && (atomic_load(&s->tcp_event) || tcp_has_something(fd)))
+		why = DECL_PEER_SPOKE_TCP;
+	else if (sys_now_ns() >= s->deadline_ns)
+		why = DECL_TIMEOUT;
+	if (why >= 0) {
+		st = SEG_PENDING;
+		if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
+			client_fall_back(s, fd, (enum decline)why);
+		else if (st == SEG_ATTACHED)
+			become_shm(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ------------------------------------------------------------ readiness */
+
+static int check_connected(struct usock *s, int fd)
+{
+	if (s->connected)
+		return 1;
+	struct pollfd pf = {fd, POLLOUT, 0};
+	if (real.poll(&pf, 1, 0) == 1 && (pf.revents & POLLOUT) && !(pf.revents & POLLERR)) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+		if (real.getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && !err)
+			s->connected = 1;
+	}
+	return s->connected;
+}
+
+/* Writes go to the kernel socket once shared memory cannot take them any more:
+ * after our own shutdown, or when the peer closed or died. The kernel then gives
+ * exactly TCP's answer (EPIPE, SIGPIPE, RST from the peer's closed socket). */
+static int writes_to_tcp(struct usock *s)
+{
+	return s->shut_wr || atomic_load(&s->peer_gone) ||
+	       (atomic_load_explicit(&s->tx.sh->cons_flags, memory_order_acquire) &
+		RING_CF_CLOSED);
+}
+
+static int eof_possible(struct usock *s)
+{
+	return s->shut_rd || atomic_load(&s->tcp_event) ||
+	       (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
+		RING_PF_SHUT_WR);
+}
+
+static int writable(struct usock *s, uint64_t space)
+{
+	return space * 3 >= s->tx.cap;
+}
+
+/* Events satisfied by shared memory alone (no system call). */
+static short shm_ready(struct usock *s, short events)
+{
+	uint64_t n;
+	short r = 0;
+
+	if (!s->connected)
+		return 0;
+	if (events & POLLIN) {
+		if (ring_avail(&s->rx, &n) < 0 || n || eof_possible(s))
+			r |= POLLIN;
+	}
+	if (events & POLLOUT) {
+		if (writes_to_tcp(s) || ring_space(&s->tx, &n) < 0 || writable(s, n))
+			r |= POLLOUT;
+	}
+	return r;
+}
+
+short conn_poll_prepare(struct usock *s, short events)
+{
+	short e = (short)(events & (POLLIN | POLLPRI | POLLRDHUP));
+
+	if (events & POLLIN)
+		e |= POLLRDHUP;
+	if ((events & POLLOUT) && (!s->connected || writes_to_tcp(s)))
+		e |= POLLOUT;
+	return e;
+}
+
+short conn_tcp_state(struct usock *s, int fd)
+{
+	if (!atomic_load(&s->tcp_event) && s->connected && !writes_to_tcp(s))
+		return POLLOUT | POLLWRNORM;
+	struct pollfd pf = {fd, POLLIN | POLLOUT | POLLRDHUP | POLLPRI, 0};
+	if (real.poll(&pf, 1, 0) < 0)
+		return 0;
+	return pf.revents;
+}
+
+void conn_note_tcp_event(struct usock *s)
+{
+	atomic_store(&s->tcp_event, 1);
+}
+
+short conn_revents(struct usock *s, int fd, short events, short tcp)
+{
+	short r;
+	uint64_t n;
+
+	if (tcp & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
+		atomic_store(&s->tcp_event, 1);
+	if (!s->connected && (tcp & POLLOUT) && !(tcp & POLLERR))
+		s->connected = 1;
+	if (mode_of(s) == MODE_PENDING)
+		conn_pending_check(s, fd);
+	if (!conn_accel(s) || !s->connected)
+		return tcp;
+	r = (short)(tcp & (POLLERR | POLLHUP | POLLRDHUP | POLLIN | POLLPRI));
+	if (r & POLLIN)
+		r |= POLLRDNORM;
+	if (ring_avail(&s->rx, &n) < 0) {
+		conn_abort(s, fd);
+		r |= POLLERR;
+	} else if (n) {
+		r |= POLLIN | POLLRDNORM;
+	}
+	if (writes_to_tcp(s)) {
+		r |= (short)(tcp & (POLLOUT | POLLWRNORM));
+	} else if (ring_space(&s->tx, &n) < 0) {
+		conn_abort(s, fd);
+		r |= POLLERR;
+	} else if (writable(s, n)) {
+		r |= POLLOUT | POLLWRNORM;
+	}
+	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
+}
+
+int conn_arm(struct usock *s, int fd, short events)
+{
+	(void)fd;
+	if (!s->connected)
+		return 0;
+	if (events & POLLIN)
+		ring_arm(&s->rx.sh->cons_wait);
+	if (events & POLLOUT)
+		ring_arm(&s->tx.sh->prod_wait);
+	return shm_ready(s, events) != 0;
+}
+
+void conn_disarm(struct usock *s)
+{
+	if (!conn_accel(s) || s->regs)
+		return;
+	ring_disarm(&s->rx.sh->cons_wait);
+	ring_disarm(&s->tx.sh->prod_wait);
+}
+
+/* Sleeps until the doorbell rings, the TCP socket reports something, the link
+ * group's channel speaks or hangs up, or the deadline passes. Returns 0 to
+ * re-check, -ETIMEDOUT or -EINTR. */
+static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
+{
+	struct pollfd pf[3];
+	int n = 2;
+	struct lgr *g = s->seg.lgr;
+	int pending = mode_of(s) == MODE_PENDING;
+
+	if (cfg.busy_poll_us && cfg.ncpus > 1 && s->connected) {
+		uint64_t end = sys_now_ns() + cfg.busy_poll_us * 1000ull;
+		do {
+			if (shm_ready(s, events))
+				return 0;
+			sched_yield();
+		} while (sys_now_ns() < end);
+	}
+	uint64_t dl = deadline;
+	if (pending && (!dl || s->deadline_ns < dl))
+		dl = s->deadline_ns;
+	pf[0] = (struct pollfd){s->ev_self, POLLIN, 0};
+	pf[1] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
+	if (!s->connected)
+		pf[1].events |= POLLOUT;
+	if (g && g->ctl >= 0)
+		pf[n++] = (struct pollfd){g->ctl, (short)(pending ? POLLIN : 0), 0};
+	if (conn_arm(s, fd, events)) {
+		conn_disarm(s);
+		return 0;
+	}
+	signal_wait_begin();
+	int r = real.poll(pf, (nfds_t)n, sys_ms_left(dl));
+	int e = errno;
+	conn_disarm(s);
+	if (r < 0) {
+		if (e == EINTR && !has_timeout && signal_wait_restart())
+			return 0;
+		return -e;
+	}
+	if (r == 0)
+		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
+	if (pf[0].revents)
+		dev->doorbell_clear(s->ev_self);
+	if (pf[1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
+		atomic_store(&s->tcp_event, 1);
+	if (!s->connected && (pf[1].revents & POLLOUT))
+		check_connected(s, fd);
+	if (n == 3 && pf[2].revents) {
+		if (pending)
+			lgr_client_poll(g);
+		if (pf[2].revents & (POLLHUP | POLLERR))
+			atomic_store(&s->peer_gone, 1);
+	}
+	return 0;
+}
+
+static uint64_t deadline_of(const struct timeval *tv)
+{
+	if (!tv->tv_sec && !tv->tv_usec)
+		return 0;
+	return sys_now_ns() + (uint64_t)tv->tv_sec * 1000000000ull + (uint64_t)tv->tv_usec * 1000ull;
+}
+
+/* ------------------------------------------------------------ data */
+
+static ssize_t plain_sendmsg(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	return real.sendmsg(fd, &mh, flags);
+}
+
+static ssize_t plain_recvmsg(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	return real.recvmsg(fd, &mh, flags);
+}
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* The part of iov after skip bytes, in at most max entries. */
+static int iov_rest(const struct iovec *iov, int iovcnt, size_t skip, struct iovec *out, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < iovcnt && k < max; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		out[k].iov_base = (char *)iov[i].iov_base + skip;
+		out[k++].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+	}
+	return k;
+}
+
+ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = iov_total(iov, iovcnt), done = 0;
+	uint64_t deadline = 0;
+	int nb = s->nonblock || (flags & MSG_DONTWAIT), counted_full = 0;
+
+	if (flags & MSG_OOB) {
+		/* Urgent data has no place in a byte ring. */
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	pthread_mutex_lock(&s->tx_lock);
+	for (;;) {
+		if (mode_of(s) == MODE_PENDING && s->connected)
+			conn_pending_check(s, fd);
+		if (!conn_accel(s))
+			goto tcp;
+		if (!check_connected(s, fd)) {
+			struct pollfd pf = {fd, POLLOUT, 0};
+			if (real.poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP)))
+				goto tcp; /* the connect failed: let the kernel say how */
+			if (nb) {
+				errno = EAGAIN;
+				goto fail;
+			}
+			real.poll(&pf, 1, -1);
+			continue;
+		}
+		if (writes_to_tcp(s))
+			goto tcp;
+		uint64_t space;
+		if (ring_space(&s->tx, &space) < 0) {
+			conn_abort(s, fd);
+			errno = ECONNRESET;
+			goto fail;
+		}
+		if (space && done < want) {
+			size_t n = want - done < space ? want - done : (size_t)space;
+			ring_produce(&s->tx, iov, iovcnt, done, n);
+			done += n;
+			stat_add(STAT_BYTES_SENT, n);
+			if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
+				ring_peer(s);
+			continue;
+		}
+		if (done == want)
+			break;
+		if (!counted_full++)
+			stat_add(STAT_RING_FULL, 1);
+		if (nb) {
+			if (done)
+				break;
+			errno = EAGAIN;
+			goto fail;
+		}
+		if (!deadline)
+			deadline = deadline_of(&s->sndtimeo);
+		int w = conn_wait(s, fd, POLLOUT, deadline, deadline != 0);
+		if (w == -ETIMEDOUT || w == -EINTR) {
+			if (done)
+				break;
+			errno = w == -ETIMEDOUT ? EAGAIN : EINTR;
+			goto fail;
+		}
+	}
+	pthread_mutex_unlock(&s->tx_lock);
+	stat_add(STAT_SEND_CALLS, 1);
+	return (ssize_t)done;
+tcp:
+	pthread_mutex_unlock(&s->tx_lock);
+	if (done) {
+		/* Fell back in the middle of a blocking write: the rest goes on TCP. */
+		if (nb || done == want)
+			return (ssize_t)done;
+		struct iovec rest[64];
+		int k = iov_rest(iov, iovcnt, done, rest, 64);
+		ssize_t r = plain_sendmsg(fd, rest, k, flags);
+		return r > 0 ? (ssize_t)done + r : (ssize_t)done;
+	}
+	return plain_sendmsg(fd, iov, iovcnt, flags);
+fail:
+	pthread_mutex_unlock(&s->tx_lock);
+	return -1;
+}
+
+ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = iov_total(iov, iovcnt), done = 0;
+	uint64_t deadline = 0, avail;
+	int nb = s->nonblock || (flags & MSG_DONTWAIT);
+	int peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
+
+	if (flags & MSG_OOB) {
+		errno = EINVAL; /* as TCP says when no urgent byte is pending */
+		return -1;
+	}
+	pthread_mutex_lock(&s->rx_lock);
+	for (;;) {
+		if (mode_of(s) == MODE_PENDING && s->connected)
+			conn_pending_check(s, fd);
+		if (!conn_accel(s))
+			goto tcp;
+		if (!check_connected(s, fd)) {
+			if (nb) {
+				errno = EAGAIN;
+				goto fail;
+			}
+			struct pollfd pf = {fd, POLLOUT, 0};
+			real.poll(&pf, 1, -1);
+			if (pf.revents & (POLLERR | POLLHUP))
+				goto tcp;
+			continue;
+		}
+		if (ring_avail(&s->rx, &avail) < 0) {
+			conn_abort(s, fd);
+			if (done)
+				break;
+			errno = ECONNRESET;
+			goto fail;
+		}
+		if (want == 0 && (avail || nb))
+			break; /* TCP: a zero-length read returns at once unless it must wait */
+		if (avail && want) {
+			size_t n = want - done < avail ? want - done : (size_t)avail;
+			ring_peek(&s->rx, 0, iov, iovcnt, done, n);
+			done += n;
+			if (!peek) {
+				ring_consume(&s->rx, n);
+				stat_add(STAT_BYTES_RECV, n);
+				uint64_t freed = s->rx.size - (avail - n);
+				if (freed * 3 >= s->rx.size &&
+				    ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung))
+					ring_peer(s);
+			}
+			if (!waitall || done == want)
+				break;
+			continue;
+		}
+		if (eof_possible(s)) {
+			if (s->shut_rd)
+				break;
+			/* Bytes published before the flag are visible now; look again. */
+			if (ring_avail(&s->rx, &avail) == 0 && avail)
+				continue;
+			char c;
+			ssize_t r = real.recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (r == 0)
+				break;
+			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+				if (done)
+					break;
+				/* Consume the error from the kernel exactly once, as TCP does. */
+				r = real.recv(fd, &c, 1, MSG_DONTWAIT);
+				goto fail;
+			}
+		}
+		if (done && !waitall)
+			break;
+		if (nb) {
+			if (done)
+				break;
+			errno = EAGAIN;
+			goto fail;
+		}
+		if (!deadline)
+			deadline = deadline_of(&s->rcvtimeo);
+		int w = conn_wait(s, fd, POLLIN, deadline, deadline != 0);
+		if (w == -ETIMEDOUT || w == -EINTR) {
+			if (done)
+				break;
+			errno = w == -ETIMEDOUT ? EAGAIN : EINTR;
+			goto fail;
+		}
+	}
+	pthread_mutex_unlock(&s->rx_lock);
+	if (done)
+		stat_add(STAT_RECV_CALLS, 1);
+	return (ssize_t)done;
+tcp:
+	pthread_mutex_unlock(&s->rx_lock);
+	if (done)
+		return (ssize_t)done;
+	return plain_recvmsg(fd, iov, iovcnt, flags);
+fail:
+	pthread_mutex_unlock(&s->rx_lock);
+	return -1;
+}
+
+int conn_shutdown(struct usock *s, int fd, int how)
+{
+	if (how == SHUT_WR || how == SHUT_RDWR) {
+		pthread_mutex_lock(&s->tx_lock);
+		if (conn_accel(s) && !s->shut_wr) {
+			s->shut_wr = 1;
+			atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR,
+						 memory_order_release);
+			if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
+				ring_peer(s);
+		}
+		pthread_mutex_unlock(&s->tx_lock);
+	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		s->shut_rd = 1;
+	/* A socket shut both ways answers further data with RST: make the peer's
+	 * writes go to TCP, where its kernel will get exactly that. */
+	if (conn_accel(s) && s->shut_rd && s->shut_wr)
+		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED, memory_order_release);
+	return real.shutdown(fd, how);
+}
+
+/* Is a socket with this inode still open in some process? Only asked when a
+ * listener that was inherited across fork() is closed. */
+static int inode_open(unsigned long ino)
+{
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	char line[512];
+
+	for (int t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long i = 0;
+			/* sl local rem st tx:rx tr:when retr uid timeout inode */
+			if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &i) == 1 &&
+			    i == ino) {
+				fclose(f);
+				return 1;
+			}
+		}
+		fclose(f);
+	}
+	return 0;
+}
+
+void conn_listener_closed(struct usock *s, unsigned long ino)
+{
+	if (!s->registered || (s->forked && inode_open(ino)))
+		return;
+	registry_remove((struct sockaddr *)&s->bound, lgr_server_name());
+	lgr_server_listener_gone();
+	s->registered = 0;
+}
+
+void conn_atfork_prepare(struct usock *s)
+{
+	if (mode_of(s) == MODE_LISTEN)
+		s->forked = 1;
+	else if (conn_accel(s))
+		atomic_fetch_add(&s->seg.hdr->holders[s->server], 1);
+}
+
+void conn_close(struct usock *s, int fd)
+{
+	int m = mode_of(s);
+	uint64_t avail = 0;
+
+	if (m == MODE_LISTEN) {
+		conn_listener_closed(s, 0);
+		return;
+	}
+	epoll_sock_closed(s);
+	if ((m == MODE_PENDING || m == MODE_SHM) &&
+	    atomic_fetch_sub(&s->seg.hdr->holders[s->server], 1) > 1) {
+		/* Another process still holds this end: only our copies go. */
+		real.close(s->ev_self);
+		real.close(s->ev_peer);
+		s->ev_self = s->ev_peer = -1;
+		lgr_put(s->seg.lgr);
+		memset(&s->seg, 0, sizeof(s->seg));
+		m = MODE_PLAIN;
+	}
+	if (m == MODE_PENDING && !s->connected) {
+		lgr_withdraw(s->seg.lgr, s->conn_id);
+		shm_teardown(s);
+	} else if (m == MODE_PENDING || m == MODE_SHM) {
+		/* Unread bytes make TCP answer a close with RST; do what it would. */
+		if (ring_avail(&s->rx, &avail) < 0 || avail) {
+			struct linger lg = {1, 0};
+			real.setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		}
+		atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR,
+					 memory_order_release);
+		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED,
+					 memory_order_release);
+		int a = ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung);
+		int b = ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung);
+		if (a || b)
+			ring_peer(s);
+		shm_teardown(s);
+	}
+	atomic_store(&s->mode, MODE_PLAIN);
+}
+
+int conn_fionread(struct usock *s, int fd, int *out)
+{
+	uint64_t avail;
+
+	if (ring_avail(&s->rx, &avail) < 0) {
+		conn_abort(s, fd);
+		errno = ECONNRESET;
+		return -1;
+	}
+	*out = avail > 0x7fffffff ? 0x7fffffff : (int)avail;
+	return 0;
+}
+
+int conn_outq(struct usock *s, int fd, int *out)
+{
+	uint64_t space;
+
+	if (ring_space(&s->tx, &space) < 0) {
+		conn_abort(s, fd);
+		errno = ECONNRESET;
+		return -1;
+	}
+	*out = (int)(s->tx.cap - space);
+	return 0;
+}

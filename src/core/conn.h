@@ -1,0 +1,112 @@
+/* The state usmc keeps for one TCP socket, and the operations that move its bytes
+ * through shared memory once both ends agreed to. */
+#ifndef USMC_CONN_H
+#define USMC_CONN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+
+#include "decline.h"
+#include "lgr.h"
+#include "ring.h"
+
+/* What a descriptor in the fd table points at; every object starts with it. */
+enum obj_kind { OBJ_SOCK = 1, OBJ_EPOLL, OBJ_INTERNAL };
+
+enum conn_mode {
+	MODE_NEW,      /* TCP socket, not connected yet: everything goes to the kernel */
+	MODE_LISTEN,   /* accelerated listener (registered) */
+	MODE_PLAIN,    /* decided: plain TCP, usmc steps aside */
+	MODE_PENDING,  /* client proposed; bytes go to the ring, server not attached yet */
+	MODE_SHM,      /* both ends attached: every byte goes through the rings */
+};
+
+struct epreg;
+
+/* Common head of everything the fd table points at. */
+struct obj {
+	enum obj_kind kind;
+	_Atomic int refs;           /* the fd table's reference + calls in progress */
+	_Atomic int fdrefs;         /* descriptors naming it (dup) */
+};
+
+struct usock {
+	struct obj o;
+	_Atomic int mode;
+	pthread_mutex_t lock;       /* mode changes, pending resolution, registrations */
+	pthread_mutex_t rx_lock;    /* one consumer at a time */
+	pthread_mutex_t tx_lock;    /* one producer at a time */
+	int family;
+	int server;                 /* accepted side */
+	int nonblock;               /* O_NONBLOCK of the open file, as last set */
+	int connected;              /* the TCP handshake completed */
+	int shut_rd, shut_wr;
+	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
+	_Atomic int peer_gone;      /* the peer will never read again */
+	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
+	uint64_t deadline_ns;       /* client: give up waiting for the attach */
+	uint64_t conn_id;
+	struct seg_loc seg;
+	struct ring_end tx, rx;
+	int ev_self, ev_peer;       /* doorbells: ours (we sleep on), the peer's (we ring) */
+	struct timeval rcvtimeo, sndtimeo;
+	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
+	/* listener */
+	struct sockaddr_storage bound;
+	int registered;
+	int forked;                 /* listener: inherited across fork() */
+	struct epreg *regs;         /* epoll registrations naming this socket */
+	struct usock *pending_next; /* in lgr->pending */
+};
+
+struct usock *usock_new(int family, int nonblock);
+void usock_get(struct usock *s);
+void usock_put(struct usock *s);     /* frees at zero */
+
+/* connect()/accept() hooks: decide and set up acceleration. */
+int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t len);
+void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer);
+int conn_listen(struct usock *s, int fd, int backlog);
+/* A registered listener's descriptor was closed (ino: its socket inode). */
+void conn_listener_closed(struct usock *s, unsigned long ino);
+/* Before fork(): the child will hold every descriptor we hold. */
+void conn_atfork_prepare(struct usock *s);
+
+/* Data. Each returns what the corresponding system call would (-1 and errno). */
+ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+int conn_shutdown(struct usock *s, int fd, int how);
+/* The last descriptor is being closed. */
+void conn_close(struct usock *s, int fd);
+int conn_fionread(struct usock *s, int fd, int *out);
+int conn_outq(struct usock *s, int fd, int *out);
+
+/* Readiness. conn_poll_prepare() says which events to ask the kernel for on the TCP
+ * socket (it never carries data, so only FIN/RST/errors matter) and conn_revents()
+ * merges those with the rings. conn_arm() asks the peer to ring our doorbell for
+ * the given directions; it returns nonzero if the condition already holds. */
+short conn_poll_prepare(struct usock *s, short events);
+short conn_revents(struct usock *s, int fd, short events, short tcp_revents);
+int conn_arm(struct usock *s, int fd, short events);
+void conn_disarm(struct usock *s);
+/* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
+void conn_pending_check(struct usock *s, int fd);
+/* For the event loops: a doorbell rang or the TCP socket reported something. */
+void conn_note_tcp_event(struct usock *s);
+
+static inline int conn_accel(struct usock *s)
+{
+	int m = atomic_load_explicit(&s->mode, memory_order_acquire);
+	return m == MODE_SHM || m == MODE_PENDING;
+}
+
+
+
+/* The TCP socket's own poll state, without a system call while nothing happened
+ * on it (it carries no data, so only FIN, RST and errors can change it). */
+short conn_tcp_state(struct usock *s, int fd);
+#endif

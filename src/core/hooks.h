@@ -1,0 +1,17 @@
+/* What connection logic needs from the interposition layer above it. */
+#ifndef USMC_HOOKS_H
+#define USMC_HOOKS_H
+
+struct usock;
+
+/* A pending connection fell back to plain TCP: its epoll registrations must now
+ * watch the kernel socket itself. */
+void epoll_sock_fallback(struct usock *s, int fd);
+/* The socket is being destroyed: forget its epoll registrations. */
+void epoll_sock_closed(struct usock *s);
+/* Before a blocking wait: forget the last signal seen by this thread. */
+void signal_wait_begin(void);
+/* After a wait failed with EINTR: should the call be restarted (SA_RESTART)? */
+int signal_wait_restart(void);
+
+#endif

@@ -1,0 +1,698 @@
+#include "lgr.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../dev/dev.h"
+#include "addr.h"
+#include "config.h"
+#include "conn.h"
+#include "stats.h"
+#include "sys.h"
+
+static const struct dev_ops *dev = &dev_lo;
+
+/* ---------------------------------------------------------------- common */
+
+static struct lgr *lgr_new(enum lgr_role role, int ctl)
+{
+	struct lgr *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->role = role;
+	g->ctl = ctl;
+	g->refs = 1;
+	pthread_mutex_init(&g->lock, NULL);
+	return g;
+}
+
+static void seg_list_free(struct seg_ref *r)
+{
+	while (r) {
+		struct seg_ref *n = r->next;
+		free(r);
+		r = n;
+	}
+}
+
+void lgr_put(struct lgr *g)
+{
+	pthread_mutex_lock(&g->lock);
+	int left = --g->refs;
+	pthread_mutex_unlock(&g->lock);
+	if (left)
+		return;
+	for (struct arena *a = g->arenas, *n; a; a = n) {
+		n = a->next;
+		if (a->fd_unsent >= 0)
+			real.close(a->fd_unsent);
+		dev->arena_unmap(a->base, a->size);
+		free(a);
+	}
+	seg_list_free(g->free);
+	seg_list_free(g->zombies);
+	if (g->ctl >= 0)
+		real.close(g->ctl);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+static struct arena *arena_find(struct lgr *g, uint32_t id)
+{
+	for (struct arena *a = g->arenas; a; a = a->next)
+		if (a->id == id)
+			return a;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- client */
+
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct lgr *clients;
+
+/* Called with clients_lock held. */
+static void client_unlist(struct lgr *g)
+{
+	for (struct lgr **pp = &clients; *pp; pp = &(*pp)->next)
+		if (*pp == g) {
+			*pp = g->next;
+			lgr_put(g);
+			return;
+		}
+}
+
+struct lgr *lgr_client_get(const char *path)
+{
+	struct lgr *g;
+
+	pthread_mutex_lock(&clients_lock);
+	for (g = clients; g; g = g->next)
+		if (!strcmp(g->peer, path) && !g->dead)
+			break;
+	if (!g) {
+		int ctl = dev->ctl_connect(path);
+		if (ctl >= 0) {
+			g = lgr_new(LGR_CLIENT, ctl);
+			if (g) {
+				snprintf(g->peer, sizeof(g->peer), "%s", path);
+				g->next = clients;
+				clients = g;
+			} else {
+				real.close(ctl);
+			}
+		}
+	}
+	if (g) {
+		pthread_mutex_lock(&g->lock);
+		g->refs++;
+		pthread_mutex_unlock(&g->lock);
+	}
+	pthread_mutex_unlock(&clients_lock);
+	return g;
+}
+
+static void client_mark_dead(struct lgr *g)
+{
+	pthread_mutex_lock(&clients_lock);
+	if (!g->dead) {
+		g->dead = 1;
+		client_unlist(g);
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+/* Called with g->lock held. A zombie becomes reusable once the server let go. */
+static struct seg_ref *seg_take_free(struct lgr *g, uint64_t size)
+{
+	for (struct seg_ref **pp = &g->zombies; *pp;) {
+		struct seg_ref *r = *pp;
+		struct seg_hdr *h = (struct seg_hdr *)(r->arena->base + r->off);
+		if (atomic_load(&h->released) == (SEG_REL_CLIENT | SEG_REL_SERVER)) {
+			*pp = r->next;
+			r->next = g->free;
+			g->free = r;
+		} else {
+			pp = &r->next;
+		}
+	}
+	for (struct seg_ref **pp = &g->free; *pp; pp = &(*pp)->next)
+		if ((*pp)->size == size) {
+			struct seg_ref *r = *pp;
+			*pp = r->next;
+			return r;
+		}
+	return NULL;
+}
+
+/* Called with g->lock held. */
+static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off)
+{
+	struct seg_ref *r = seg_take_free(g, size);
+	struct arena *a;
+
+	if (r) {
+		*ap = r->arena;
+		*off = r->off;
+		free(r);
+		return 0;
+	}
+	for (a = g->arenas; a; a = a->next)
+		if (a->size - a->bump >= size)
+			break;
+	if (!a) {
+		uint64_t asz = cfg.arena_size > size ? cfg.arena_size : size;
+		int fd = dev->arena_create(asz);
+		if (fd < 0)
+			return fd;
+		a = calloc(1, sizeof(*a));
+		if (!a || !(a->base = dev->arena_map(fd, asz))) {
+			free(a);
+			real.close(fd);
+			return -ENOMEM;
+		}
+		a->fd_unsent = fd;
+		a->size = asz;
+		a->id = ++g->next_arena_id;
+		a->next = g->arenas;
+		g->arenas = a;
+	}
+	*ap = a;
+	*off = a->bump;
+	a->bump += size;
+	return 0;
+}
+
+int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
+		struct seg_loc *loc, const int ev[2])
+{
+	struct clc_proposal p;
+	struct arena *a;
+	uint64_t off, size = seg_bytes(ring_size);
+	int fds[CLC_FD_MAX], nfds = CLC_FD_ARENA, e;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->dead) {
+		pthread_mutex_unlock(&g->lock);
+		return -EPIPE;
+	}
+	e = seg_carve(g, size, &a, &off);
+	if (e) {
+		pthread_mutex_unlock(&g->lock);
+		return e;
+	}
+	struct seg_hdr *h = (struct seg_hdr *)(a->base + off);
+	memset(h, 0, sizeof(*h));
+	h->magic = SEG_MAGIC;
+	atomic_store(&h->holders[0], 1);
+	atomic_store_explicit(&h->state, SEG_PENDING, memory_order_release);
+
+	clc_proposal_init(&p);
+	p.arena_id = a->id;
+	p.conn_id = ++g->next_conn_id;
+	p.seg_off = off;
+	p.seg_size = size;
+	p.ring_size[0] = ring_size[0];
+	p.ring_size[1] = ring_size[1];
+	fds[CLC_FD_TCP] = tcpfd;
+	fds[CLC_FD_EV_CLIENT] = ev[0];
+	fds[CLC_FD_EV_SERVER] = ev[1];
+	if (a->fd_unsent >= 0) {
+		p.flags |= CLC_F_NEW_ARENA;
+		p.arena_size = a->size;
+		fds[CLC_FD_ARENA] = a->fd_unsent;
+		nfds++;
+	}
+	ssize_t n = dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
+	if (n != (ssize_t)sizeof(p)) {
+		struct seg_ref *r = malloc(sizeof(*r));
+		if (r) {
+			*r = (struct seg_ref){a, off, size, g->free};
+			g->free = r;
+		}
+		pthread_mutex_unlock(&g->lock);
+		if (n != -EAGAIN)
+			client_mark_dead(g);
+		return n < 0 ? (int)n : -EPROTO;
+	}
+	if (a->fd_unsent >= 0) {
+		real.close(a->fd_unsent);
+		a->fd_unsent = -1;
+	}
+	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h};
+	s->conn_id = p.conn_id;
+	s->pending_next = g->pending;
+	g->pending = s;
+	g->refs++;
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+void lgr_withdraw(struct lgr *g, uint64_t conn_id)
+{
+	struct clc_withdraw w;
+
+	clc_withdraw_init(&w, conn_id);
+	dev->ctl_send(g->ctl, &w, sizeof(w), NULL, 0);
+}
+
+void lgr_client_poll(struct lgr *g)
+{
+	union clc_msg m;
+	char buf[256];
+	int fds[CLC_FD_MAX];
+
+	pthread_mutex_lock(&g->lock);
+	for (;;) {
+		int nfds = CLC_FD_MAX;
+		ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+		if (n == -EAGAIN)
+			break;
+		if (n <= 0) {
+			pthread_mutex_unlock(&g->lock);
+			client_mark_dead(g);
+			pthread_mutex_lock(&g->lock);
+			/* Nobody will attach now: every pending connection falls back. */
+			for (struct usock *s = g->pending; s; s = s->pending_next)
+				atomic_store(&s->declined, DECL_NO_DEVICE + 1);
+			break;
+		}
+		for (int i = 0; i < nfds; i++)
+			real.close(fds[i]);
+		int e = clc_decode(buf, (size_t)n, nfds, &m);
+		if (e || m.hdr.type != CLC_DECLINE) {
+			stat_add(STAT_HANDSHAKE_ERR, 1);
+			continue;
+		}
+		for (struct usock *s = g->pending; s; s = s->pending_next)
+			if (s->conn_id == m.decline.conn_id)
+				atomic_store(&s->declined, (int)decline_from_code(m.decline.reason) + 1);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+void lgr_seg_release(struct seg_loc *loc, enum lgr_role role)
+{
+	struct lgr *g = loc->lgr;
+	uint32_t bit = role == LGR_CLIENT ? SEG_REL_CLIENT : SEG_REL_SERVER;
+	uint32_t old = atomic_fetch_or(&loc->hdr->released, bit);
+
+	if (role == LGR_CLIENT) {
+		struct seg_ref *r = malloc(sizeof(*r));
+		pthread_mutex_lock(&g->lock);
+		for (struct usock **pp = &g->pending; *pp; pp = &(*pp)->pending_next)
+			if ((*pp)->seg.hdr == loc->hdr) {
+				*pp = (*pp)->pending_next;
+				break;
+			}
+		if (r) {
+			*r = (struct seg_ref){loc->arena, loc->off, loc->size, NULL};
+			if ((old | bit) == (SEG_REL_CLIENT | SEG_REL_SERVER)) {
+				r->next = g->free;
+				g->free = r;
+			} else {
+				r->next = g->zombies;
+				g->zombies = r;
+			}
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	lgr_put(g);
+}
+
+/* ---------------------------------------------------------------- server */
+
+struct prop {
+	struct lgr *lgr;
+	struct clc_proposal p;
+	int fds[3];
+	struct addr cl_local, cl_peer;
+	uint64_t born_ns;
+	struct prop *next;
+};
+
+#define NBUCKETS 1024
+
+static struct {
+	pthread_mutex_t lock;
+	int lfd, ep;
+	char name[64];
+	struct prop *unresolved;
+	struct prop *bucket[NBUCKETS];
+	int nlisteners;
+} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0};
+
+const char *lgr_server_name(void)
+{
+	return srv.name;
+}
+
+int lgr_server_start(void)
+{
+	char path[4200];
+	uint32_t rnd = 0;
+	int e = 0;
+
+	pthread_mutex_lock(&srv.lock);
+	if (srv.lfd >= 0)
+		goto out;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
+		rnd = (uint32_t)sys_now_ns();
+	mkdir(cfg.rundir, 0700);
+	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
+	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
+	int lfd = dev->ctl_listen(path);
+	int ep = real.epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	if (lfd < 0 || ep < 0 || real.epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+		e = -1;
+		if (lfd >= 0)
+			real.close(lfd);
+		if (ep >= 0)
+			real.close(ep);
+		srv.name[0] = 0;
+		goto out;
+	}
+	srv.lfd = lfd;
+	srv.ep = ep;
+out:
+	if (!e)
+		srv.nlisteners++;
+	pthread_mutex_unlock(&srv.lock);
+	return e;
+}
+
+static void prop_drop(struct prop *p, uint32_t decline)
+{
+	for (int i = 0; i < 3; i++)
+		real.close(p->fds[i]);
+	if (decline)
+		lgr_server_decline(p->lgr, p->p.conn_id, decline);
+	lgr_put(p->lgr);
+	free(p);
+}
+
+/* Removes every proposal for which keep() says no. Called with srv.lock held. */
+static void props_filter(int (*drop)(struct prop *, const void *), const void *arg,
+			 uint32_t decline)
+{
+	struct prop **lists[NBUCKETS + 1];
+
+	lists[0] = &srv.unresolved;
+	for (int i = 0; i < NBUCKETS; i++)
+		lists[i + 1] = &srv.bucket[i];
+	for (int i = 0; i <= NBUCKETS; i++)
+		for (struct prop **pp = lists[i]; *pp;) {
+			struct prop *p = *pp;
+			if (drop(p, arg)) {
+				*pp = p->next;
+				prop_drop(p, decline);
+			} else {
+				pp = &p->next;
+			}
+		}
+}
+
+static int prop_of_lgr(struct prop *p, const void *g)
+{
+	return p->lgr == g;
+}
+
+struct conn_key {
+	const struct lgr *g;
+	uint64_t id;
+};
+
+static int prop_is(struct prop *p, const void *k)
+{
+	const struct conn_key *key = k;
+	return p->lgr == key->g && p->p.conn_id == key->id;
+}
+
+static int prop_any(struct prop *p, const void *unused)
+{
+	(void)p;
+	(void)unused;
+	return 1;
+}
+
+static void server_lgr_dead(struct lgr *g)
+{
+	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
+	g->dead = 1;
+	props_filter(prop_of_lgr, g, 0);
+	lgr_put(g);
+}
+
+static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, int *fds)
+{
+	struct arena *a;
+
+	if (p->flags & CLC_F_NEW_ARENA) {
+		int fd = fds[CLC_FD_ARENA];
+		a = NULL;
+		if (!arena_find(g, p->arena_id) && (a = calloc(1, sizeof(*a)))) {
+			a->base = dev->arena_map(fd, p->arena_size);
+			if (!a->base) {
+				free(a);
+				a = NULL;
+			}
+		}
+		real.close(fd);
+		if (!a) {
+			stat_add(STAT_HANDSHAKE_ERR, 1);
+			lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
+			goto drop;
+		}
+		a->id = p->arena_id;
+		a->size = p->arena_size;
+		a->fd_unsent = -1;
+		a->next = g->arenas;
+		g->arenas = a;
+	}
+	a = arena_find(g, p->arena_id);
+	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
+		goto drop;
+	}
+	struct prop *n = calloc(1, sizeof(*n));
+	if (!n) {
+		lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
+		goto drop;
+	}
+	n->lgr = g;
+	n->p = *p;
+	memcpy(n->fds, fds, sizeof(n->fds));
+	n->born_ns = sys_now_ns();
+	g->refs++;
+	n->next = srv.unresolved;
+	srv.unresolved = n;
+	return;
+drop:
+	for (int i = 0; i < CLC_FD_ARENA; i++)
+		real.close(fds[i]);
+}
+
+static void server_read(struct lgr *g)
+{
+	char buf[256];
+	int fds[CLC_FD_MAX];
+	union clc_msg m;
+
+	for (;;) {
+		int nfds = CLC_FD_MAX;
+		ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0 && n != -EPROTO) {
+			server_lgr_dead(g);
+			return;
+		}
+		int e = n < 0 ? CLC_EFDS : clc_decode(buf, (size_t)n, nfds, &m);
+		if (!e && m.hdr.type == CLC_PROPOSAL) {
+			server_take_proposal(g, &m.proposal, fds);
+			continue;
+		}
+		for (int i = 0; i < nfds; i++)
+			real.close(fds[i]);
+		if (!e && m.hdr.type == CLC_WITHDRAW) {
+			struct conn_key k = {g, m.withdraw.conn_id};
+			props_filter(prop_is, &k, 0);
+			continue;
+		}
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+	}
+}
+
+/* Takes in every queued link group and message. Called with srv.lock held. */
+static void server_drain(void)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	do {
+		n = real.epoll_wait(srv.ep, ev, 64, 0);
+		for (int i = 0; i < n; i++) {
+			struct lgr *g = ev[i].data.ptr;
+			if (g) {
+				if (!g->dead)
+					server_read(g);
+				continue;
+			}
+			int fd;
+			while ((fd = dev->ctl_accept(srv.lfd)) >= 0) {
+				struct epoll_event e2 = {.events = EPOLLIN};
+				g = lgr_new(LGR_SERVER, fd);
+				if (!g) {
+					real.close(fd);
+					continue;
+				}
+				e2.data.ptr = g;
+				if (real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, fd, &e2) < 0) {
+					lgr_put(g);
+					continue;
+				}
+				server_read(g);
+			}
+		}
+	} while (n == 64);
+}
+
+static int sock_names(int fd, struct addr *local, struct addr *peer)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	addr_from_sockaddr(local, (struct sockaddr *)&ss);
+	if (!local->port)
+		return -1;
+	l = sizeof(ss);
+	if (peer && getpeername(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	if (peer)
+		addr_from_sockaddr(peer, (struct sockaddr *)&ss);
+	return 0;
+}
+
+/* Moves proposals whose client socket is now connected into the buckets. */
+static void server_resolve(void)
+{
+	uint64_t now = sys_now_ns(), stale = (uint64_t)cfg.handshake_ms * 2000000ull;
+
+	for (struct prop **pp = &srv.unresolved; *pp;) {
+		struct prop *p = *pp;
+		if (sock_names(p->fds[CLC_FD_TCP], &p->cl_local, &p->cl_peer) == 0) {
+			*pp = p->next;
+			struct prop **b = &srv.bucket[p->cl_local.port % NBUCKETS];
+			p->next = *b;
+			*b = p;
+		} else if (now - p->born_ns > stale) {
+			/* Its connect never completed and nobody withdrew it. */
+			*pp = p->next;
+			prop_drop(p, decline_code(DECL_TIMEOUT));
+		} else {
+			pp = &p->next;
+		}
+	}
+}
+
+int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int ev[2],
+		     uint64_t *conn_id)
+{
+	struct addr local, peer;
+	struct prop *hit = NULL;
+
+	addr_from_sockaddr(&peer, peer_sa);
+	if (sock_names(tcpfd, &local, NULL) < 0)
+		return 0;
+	pthread_mutex_lock(&srv.lock);
+	if (srv.lfd < 0) {
+		pthread_mutex_unlock(&srv.lock);
+		return 0;
+	}
+	server_drain();
+	server_resolve();
+	for (struct prop **pp = &srv.bucket[peer.port % NBUCKETS]; *pp; pp = &(*pp)->next) {
+		struct prop *p = *pp;
+		if (addr_equal(&p->cl_local, &peer) && addr_equal(&p->cl_peer, &local)) {
+			*pp = p->next;
+			hit = p;
+			break;
+		}
+	}
+	if (!hit) {
+		/* A proposal aimed at us from a client port that arrived from another
+		 * address has been translated on the way (NAT): the 4-tuples can never
+		 * mirror, so tell its client now instead of letting it time out. */
+		for (struct prop **pp = &srv.bucket[peer.port % NBUCKETS]; *pp;) {
+			struct prop *p = *pp;
+			if (p->cl_local.port == peer.port && addr_equal(&p->cl_peer, &local)) {
+				*pp = p->next;
+				prop_drop(p, decline_code(DECL_BINDING));
+			} else {
+				pp = &p->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&srv.lock);
+	if (!hit)
+		return 0;
+
+	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
+	*loc = (struct seg_loc){hit->lgr, a, hit->p.seg_off, hit->p.seg_size,
+				{hit->p.ring_size[0], hit->p.ring_size[1]},
+				(struct seg_hdr *)(a->base + hit->p.seg_off)};
+	*conn_id = hit->p.conn_id;
+	real.close(hit->fds[CLC_FD_TCP]);
+	ev[0] = hit->fds[CLC_FD_EV_CLIENT];
+	ev[1] = hit->fds[CLC_FD_EV_SERVER];
+	free(hit); /* its link group reference now belongs to loc */
+	return 1;
+}
+
+void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
+{
+	struct clc_decline d;
+
+	clc_decline_init(&d, conn_id, code);
+	dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
+}
+
+void lgr_server_listener_gone(void)
+{
+	pthread_mutex_lock(&srv.lock);
+	if (--srv.nlisteners == 0 && srv.lfd >= 0) {
+		server_drain();
+		props_filter(prop_any, NULL, decline_code(DECL_NO_DEVICE));
+	}
+	pthread_mutex_unlock(&srv.lock);
+}
+
+void lgr_atfork_child(void)
+{
+	/* The child shares the parent's listeners, and with them the control socket
+	 * and the link groups proposals arrive on. Client link groups are not
+	 * shared: segment allocation state cannot be split between two processes,
+	 * so the child opens its own. The descriptors are our copies, so closing
+	 * them leaves the parent's intact. */
+	pthread_mutex_init(&clients_lock, NULL);
+	pthread_mutex_init(&srv.lock, NULL);
+	for (struct lgr *g = clients, *n; g; g = n) {
+		n = g->next;
+		pthread_mutex_init(&g->lock, NULL);
+		g->dead = 1;
+		real.close(g->ctl);
+		g->ctl = -1;
+		lgr_put(g);
+	}
+	clients = NULL;
+}

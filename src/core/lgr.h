@@ -1,0 +1,90 @@
+/* Link groups: everything two processes share once, so that each further
+ * connection between them costs one control message.
+ *
+ * A client-side link group is keyed by the listener's control socket; it owns the
+ * control channel and the arenas (memfds) from which the client carves connection
+ * segments. The server side holds the accepted end of that channel and the arenas
+ * as mapped from the descriptors that arrived with proposals. */
+#ifndef USMC_LGR_H
+#define USMC_LGR_H
+
+#include <pthread.h>
+#include <sys/socket.h>
+#include <stdint.h>
+
+#include "clc.h"
+#include "segment.h"
+
+struct usock;
+
+struct arena {
+	uint32_t id;
+	int fd_unsent;          /* client: memfd still to pass with a proposal, or -1 */
+	unsigned char *base;
+	uint64_t size;
+	uint64_t bump;          /* client: first never-used byte */
+	struct arena *next;
+};
+
+/* A segment handed back by its client while the server may still use it. */
+struct seg_ref {
+	struct arena *arena;
+	uint64_t off, size;
+	struct seg_ref *next;
+};
+
+enum lgr_role { LGR_CLIENT, LGR_SERVER };
+
+struct lgr {
+	enum lgr_role role;
+	int ctl;
+	char peer[256];         /* client: path of the listener's control socket */
+	pthread_mutex_t lock;
+	int refs;               /* connections using it + 1 while it is usable */
+	int dead;               /* the channel hung up or broke */
+	uint32_t next_arena_id;
+	uint64_t next_conn_id;
+	struct arena *arenas;
+	struct seg_ref *free, *zombies;  /* client: reusable / waiting for the server */
+	struct usock *pending;           /* client: proposed, not yet resolved */
+	struct lgr *next;
+};
+
+/* A segment a connection uses, located in its link group. */
+struct seg_loc {
+	struct lgr *lgr;
+	struct arena *arena;
+	uint64_t off, size;
+	uint64_t ring_size[2];
+	struct seg_hdr *hdr;
+};
+
+/* Client: find or open the link group to a listener; returns it referenced. */
+struct lgr *lgr_client_get(const char *path);
+/* Client: carve a segment, initialise it PENDING, and send the proposal for it with
+ * our TCP socket and both doorbells. Returns 0 or -errno. */
+int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
+		struct seg_loc *loc, const int ev[2]);
+void lgr_withdraw(struct lgr *g, uint64_t conn_id);
+/* Client: read what the server sent (declines) and note a hang-up. */
+void lgr_client_poll(struct lgr *g);
+/* Both: give a segment back and drop the connection's reference. */
+void lgr_seg_release(struct seg_loc *loc, enum lgr_role role);
+void lgr_put(struct lgr *g);
+
+/* Server: start accepting link groups on this process's control socket. */
+int lgr_server_start(void);
+const char *lgr_server_name(void);
+/* Server: after accept() returned tcpfd, find the proposal for it. Returns 1 and
+ * fills loc/ev/conn_id on a match (the caller attaches), 0 if the client did not
+ * propose, and -reason if a proposal matched but cannot be used (it was declined). */
+int lgr_server_match(int tcpfd, const struct sockaddr *peer, struct seg_loc *loc, int ev[2],
+		     uint64_t *conn_id);
+void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
+/* Server: a listener went away; with none left, drop unresolved proposals. */
+void lgr_server_listener_gone(void);
+
+/* After fork(), in the child: forget link groups the parent owns. */
+void lgr_atfork_child(void);
+
+#endif

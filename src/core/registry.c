@@ -1,0 +1,212 @@
+#include "registry.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "config.h"
+#include "sys.h"
+
+#define NPORTS 65536
+#define TARGET_MAX 4000
+
+static _Atomic uint16_t *_Atomic ports;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long my_netns;
+
+static _Atomic uint16_t *ports_map(void)
+{
+	_Atomic uint16_t *p = atomic_load_explicit(&ports, memory_order_acquire);
+	char path[4200];
+	struct stat st;
+
+	if (p)
+		return p;
+	pthread_mutex_lock(&reg_lock);
+	p = atomic_load(&ports);
+	if (!p) {
+		if (stat("/proc/self/ns/net", &st) == 0)
+			my_netns = (unsigned long)st.st_ino;
+		mkdir(cfg.rundir, 0700);
+		snprintf(path, sizeof(path), "%s/ports", cfg.rundir);
+		int fd = real.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			if (fstat(fd, &st) == 0 && st.st_size < (off_t)(NPORTS * 2) &&
+			    ftruncate(fd, NPORTS * 2) < 0)
+				st.st_size = -1;
+			void *m = mmap(NULL, NPORTS * 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (m != MAP_FAILED && st.st_size >= 0)
+				p = m;
+			real.close(fd);
+		}
+		atomic_store_explicit(&ports, p, memory_order_release);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return p;
+}
+
+static void link_path(char *buf, size_t len, unsigned port)
+{
+	snprintf(buf, len, "%s/l-%u", cfg.rundir, port);
+}
+
+/* Appends every address the listener accepts on: its own, or, when it is bound to
+ * the wildcard, every address of its network namespace. */
+static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_t len)
+{
+	struct addr a;
+	struct ifaddrs *ifa, *i;
+	size_t used = 0;
+	addr_from_sockaddr(&a, bound);
+	out[0] = 0;
+	if (!addr_is_any(&a)) {
+		addr_format(&a, out, len);
+		return;
+	}
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		struct addr x;
+		char s[64];
+
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+				     i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if (a.family == AF_INET && i->ifa_addr->sa_family != AF_INET)
+			continue;
+		if (v6only && i->ifa_addr->sa_family != AF_INET6)
+			continue;
+		addr_from_sockaddr(&x, i->ifa_addr);
+		addr_format(&x, s, sizeof(s));
+		size_t l = strlen(s);
+		if (used + l + 2 >= len)
+			break;
+		if (used)
+			out[used++] = ',';
+		memcpy(out + used, s, l + 1);
+		used += l;
+	}
+	freeifaddrs(ifa);
+}
+
+int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
+{
+	_Atomic uint16_t *p = ports_map();
+	char path[4200], tmp[4300], target[TARGET_MAX], addrs[TARGET_MAX - 300], old[TARGET_MAX];
+	unsigned port = addr_port(bound);
+	ssize_t n;
+
+	if (!p)
+		return -1;
+	addr_list(bound, v6only, addrs, sizeof(addrs));
+	link_path(path, sizeof(path), port);
+	n = readlink(path, old, sizeof(old) - 1);
+	if (n > 0) {
+		old[n] = 0;
+		char *sp = strchr(old, ' ');
+		size_t nl = strlen(ctl_name);
+		if (sp && (size_t)(sp - old) == nl && !memcmp(old, ctl_name, nl)) {
+			/* Our own second listener on the port (IPv4 beside IPv6): merge. */
+			char *al = strchr(sp + 1, ' ');
+			if (al && strlen(al + 1) + strlen(addrs) + 2 < sizeof(addrs)) {
+				char merged[sizeof(addrs)];
+				snprintf(merged, sizeof(merged), "%s,%s", al + 1, addrs);
+				memcpy(addrs, merged, sizeof(addrs));
+			}
+		} else if (old[0] != '!') {
+			char other[4200];
+			snprintf(other, sizeof(other), "%s/%.*s", cfg.rundir,
+				 sp ? (int)(sp - old) : (int)n, old);
+			/* A live listener elsewhere on this port: clients cannot tell which
+			 * of us the kernel will pick, so nobody gets accelerated. */
+			if (access(other, F_OK) == 0)
+				snprintf(addrs, sizeof(addrs), "!");
+		}
+	}
+	if (addrs[0] == '!')
+		snprintf(target, sizeof(target), "!ambiguous");
+	else
+		snprintf(target, sizeof(target), "%s %lu %s", ctl_name, my_netns, addrs);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	unlink(tmp);
+	if (symlink(target, tmp) < 0 || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	atomic_fetch_add(&p[port], 1);
+	return 0;
+}
+
+void registry_remove(const struct sockaddr *bound, const char *ctl_name)
+{
+	_Atomic uint16_t *p = ports_map();
+	char path[4200], old[TARGET_MAX];
+	unsigned port = addr_port(bound);
+	size_t nl = strlen(ctl_name);
+
+	if (!p)
+		return;
+	link_path(path, sizeof(path), port);
+	ssize_t n = readlink(path, old, sizeof(old) - 1);
+	if (n > (ssize_t)nl && !memcmp(old, ctl_name, nl) && old[nl] == ' ')
+		unlink(path);
+	uint16_t c = atomic_load(&p[port]);
+	while (c && !atomic_compare_exchange_weak(&p[port], &c, (uint16_t)(c - 1)))
+		;
+}
+
+static int list_has(const char *list, const struct addr *dst)
+{
+	char buf[TARGET_MAX];
+	char *save, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct addr a;
+		if (addr_parse(&a, tok) == 0 && (a.port = dst->port, addr_equal(&a, dst)))
+			return 1;
+	}
+	return 0;
+}
+
+int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why)
+{
+	_Atomic uint16_t *p = ports_map();
+	unsigned port = addr_port(dst);
+	char lp[4200], t[TARGET_MAX], name[256], list[TARGET_MAX];
+	unsigned long ns;
+	struct addr d;
+
+	*why = DECL_PEER_NO_USMC;
+	if (!p || !atomic_load_explicit(&p[port], memory_order_relaxed))
+		return -1;
+	link_path(lp, sizeof(lp), port);
+	ssize_t n = readlink(lp, t, sizeof(t) - 1);
+	if (n <= 0)
+		return -1;
+	t[n] = 0;
+	if (t[0] == '!') {
+		*why = DECL_AMBIGUOUS;
+		return -1;
+	}
+	if (sscanf(t, "%255s %lu %3999s", name, &ns, list) != 3 || strchr(name, '/'))
+		return -1;
+	addr_from_sockaddr(&d, dst);
+	/* Loopback addresses only reach listeners in our own network namespace. */
+	if (!list_has(list, &d) || (addr_is_loopback(&d) && ns != my_netns))
+		return -1;
+	if ((unsigned)snprintf(path, len, "%s/%s", cfg.rundir, name) >= len)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,25 @@
+/* Host-wide registry of accelerated listeners, kept in the runtime directory.
+ *
+ *   <rundir>/ports      65536 16-bit counters, mapped by every process: a client
+ *                       learns that nobody accelerated listens on a port without
+ *                       a single system call, which keeps fallback free.
+ *   <rundir>/l-<port>   a symbolic link whose target names the listening process's
+ *                       control socket, its network namespace and the addresses it
+ *                       accepts on; replaced atomically, readable in one readlink.
+ *
+ * A stale entry (its process died) costs a refused connect on the control
+ * channel and a fallback; it is never trusted beyond that. */
+#ifndef USMC_REGISTRY_H
+#define USMC_REGISTRY_H
+
+#include <sys/socket.h>
+
+#include "decline.h"
+
+int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name);
+void registry_remove(const struct sockaddr *bound, const char *ctl_name);
+/* On success fills path (the listener's control socket) and returns 0; otherwise
+ * returns -1 and sets *why. */
+int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why);
+
+#endif

@@ -1,0 +1,123 @@
+#include "ring.h"
+
+#include <string.h>
+
+void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *data,
+		   uint64_t size)
+{
+	r->sh = sh;
+	r->data = data;
+	r->size = size;
+	r->cap = size;
+	/* Every connection starts at zero: whatever the shared cursors say is checked
+	 * against this, never adopted. */
+	r->pos = 0;
+	r->peer = 0;
+	r->last_rung = 0;
+}
+
+int ring_avail(struct ring_end *r, uint64_t *avail)
+{
+	uint64_t prod = atomic_load_explicit(&r->sh->prod, memory_order_acquire);
+
+	/* Unsigned arithmetic: a cursor behind ours shows up as a huge distance. */
+	if (prod - r->pos > r->size || prod - r->peer > r->size)
+		return RING_CORRUPT;
+	r->peer = prod;
+	*avail = prod - r->pos;
+	return RING_OK;
+}
+
+int ring_space(struct ring_end *r, uint64_t *space)
+{
+	uint64_t cons = atomic_load_explicit(&r->sh->cons, memory_order_acquire);
+
+	if (r->pos - cons > r->cap || cons - r->peer > r->cap)
+		return RING_CORRUPT;
+	r->peer = cons;
+	*space = r->cap - (r->pos - cons);
+	return RING_OK;
+}
+
+/* Walks an iovec array and a ring span together; dir 0 copies ring->iov. */
+static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const struct iovec *iov,
+			int iovcnt, size_t iov_skip, size_t len, int to_ring)
+{
+	size_t done = 0;
+
+	for (int i = 0; i < iovcnt && done < len; i++) {
+		size_t l = iov[i].iov_len;
+		unsigned char *b = iov[i].iov_base;
+
+		if (iov_skip >= l) {
+			iov_skip -= l;
+			continue;
+		}
+		b += iov_skip;
+		l -= iov_skip;
+		iov_skip = 0;
+		if (l > len - done)
+			l = len - done;
+		while (l) {
+			uint64_t off = at & (size - 1);
+			size_t chunk = size - off < l ? (size_t)(size - off) : l;
+
+			if (to_ring)
+				memcpy(data + off, b, chunk);
+			else
+				memcpy(b, data + off, chunk);
+			b += chunk;
+			l -= chunk;
+			at += chunk;
+			done += chunk;
+		}
+	}
+	return done;
+}
+
+size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
+		 size_t iov_skip, size_t len)
+{
+	return ring_copy(r->data, r->size, r->pos + skip, iov, iovcnt, iov_skip, len, 0);
+}
+
+void ring_consume(struct ring_end *r, uint64_t n)
+{
+	r->pos += n;
+	atomic_store_explicit(&r->sh->cons, r->pos, memory_order_release);
+}
+
+void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		  size_t len)
+{
+	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1);
+	r->pos += len;
+	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);
+}
+
+void ring_arm(_Atomic uint32_t *wait)
+{
+	uint32_t g = atomic_load_explicit(wait, memory_order_relaxed);
+
+	atomic_store_explicit(wait, (g | 1u) + 2u, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+void ring_disarm(_Atomic uint32_t *wait)
+{
+	uint32_t g = atomic_load_explicit(wait, memory_order_relaxed);
+
+	if (g & 1u)
+		atomic_store_explicit(wait, g + 1u, memory_order_relaxed);
+}
+
+int ring_should_ring(_Atomic uint32_t *peer_wait, uint32_t *last_rung)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t g = atomic_load_explicit(peer_wait, memory_order_relaxed);
+
+	if (!(g & 1u) || g == *last_rung)
+		return 0;
+	*last_rung = g;
+	return 1;
+}

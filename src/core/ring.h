@@ -1,0 +1,77 @@
+/* One direction of a connection: a single-producer/single-consumer byte ring
+ * living in shared memory and owned by the receiver.
+ *
+ * Cursors are 64-bit and monotonic, so "used = prod - cons" never wraps and a
+ * stale or forged cursor is detectable: a consumer accepts a producer cursor only
+ * if cons <= prod <= cons + size, a producer accepts a consumer cursor only if
+ * prod - size <= cons <= prod and it did not move backwards.
+ *
+ * Each side writes only its own cache line (the producer line or the consumer
+ * line), so the peer can never make us write into state we trust: our own
+ * cursors are kept privately in struct ring_end and merely published. */
+#ifndef USMC_RING_H
+#define USMC_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define RING_CACHELINE 64
+
+/* Flags the producer publishes in its line. */
+#define RING_PF_SHUT_WR 0x1u   /* no more bytes will follow (shutdown or close) */
+/* Flags the consumer publishes in its line. */
+#define RING_CF_CLOSED  0x1u   /* the consumer closed the socket: nobody will read */
+
+/* Shared control block of one direction. A "wait" word is a generation counter:
+ * odd means "I am about to sleep, ring my doorbell once"; the other side rings at
+ * most once per odd value it sees. */
+struct ring_shared {
+	_Alignas(RING_CACHELINE) _Atomic uint64_t prod;
+	_Atomic uint32_t prod_wait;   /* producer waits for space */
+	_Atomic uint32_t prod_flags;
+	_Alignas(RING_CACHELINE) _Atomic uint64_t cons;
+	_Atomic uint32_t cons_wait;   /* consumer waits for data */
+	_Atomic uint32_t cons_flags;
+};
+
+/* Our private view of one direction: validated copies only. */
+struct ring_end {
+	struct ring_shared *sh;
+	unsigned char *data;
+	uint64_t size;          /* power of two */
+	uint64_t cap;           /* bytes the producer may have outstanding (<= size) */
+	uint64_t pos;           /* our own cursor: prod if we produce, cons if we consume */
+	uint64_t peer;          /* last validated peer cursor */
+	uint32_t last_rung;     /* peer wait generation we already rang for */
+};
+
+enum ring_err { RING_OK = 0, RING_CORRUPT = -1 };
+
+void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *data,
+		   uint64_t size);
+
+/* Consumer side. ring_avail() reads and validates the producer cursor. */
+int ring_avail(struct ring_end *r, uint64_t *avail);
+/* Copy up to len bytes starting skip bytes after our cursor, without consuming. */
+size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
+		 size_t iov_skip, size_t len);
+void ring_consume(struct ring_end *r, uint64_t n);
+
+/* Producer side. ring_space() reads and validates the consumer cursor. */
+int ring_space(struct ring_end *r, uint64_t *space);
+/* Copy len bytes from iov (after skipping iov_skip bytes) and publish them. */
+void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		  size_t len);
+
+/* Wait protocol. ring_arm() starts a new odd generation in our wait word and issues
+ * the full fence that pairs with the other side's ring_should_ring(); the caller
+ * then re-checks its condition before sleeping. */
+void ring_arm(_Atomic uint32_t *wait);
+void ring_disarm(_Atomic uint32_t *wait);
+/* Called after publishing: full fence, then 1 if the peer's word shows a waiter we
+ * have not rung for yet. */
+int ring_should_ring(_Atomic uint32_t *peer_wait, uint32_t *last_rung);
+
+#endif

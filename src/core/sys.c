@@ -1,0 +1,58 @@
+#include "sys.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct sys_calls real;
+
+static void *must(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p) {
+		fprintf(stderr, "usmc: cannot resolve %s: %s\n", name, dlerror());
+		abort();
+	}
+	return p;
+}
+
+/* epoll_pwait2 is missing from older C libraries; the interposer then reports ENOSYS. */
+static void *maybe(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+void sys_init(void)
+{
+#define R(n) (*(void **)&real.n = must(#n))
+	R(socket); R(connect); R(bind); R(listen); R(accept); R(accept4); R(close);
+	R(shutdown); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(setsockopt);
+	R(getsockopt); R(read); R(write); R(readv); R(writev); R(recv); R(send);
+	R(recvfrom); R(sendto); R(recvmsg); R(sendmsg); R(recvmmsg); R(sendmmsg);
+	R(sendfile); R(poll); R(ppoll); R(select); R(pselect); R(epoll_create);
+	R(epoll_create1); R(epoll_ctl); R(epoll_wait); R(epoll_pwait); R(sigaction);
+	R(open); R(fork);
+#undef R
+	*(void **)&real.epoll_pwait2 = maybe("epoll_pwait2");
+}
+
+uint64_t sys_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sys_ms_left(uint64_t deadline_ns)
+{
+	if (!deadline_ns)
+		return -1;
+	uint64_t now = sys_now_ns();
+	if (now >= deadline_ns)
+		return 0;
+	uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}

@@ -1,0 +1,34 @@
+/* A device moves bytes between two endpoints through memory both can map.
+ * Connection logic (lgr.c, conn.c) sees a device only through this table, so a
+ * device for VMs sharing one region can replace the local one without touching it. */
+#ifndef USMC_DEV_H
+#define USMC_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dev_ops {
+	const char *name;
+	/* Shared memory from which connection segments (DMBs) are carved. */
+	int (*arena_create)(uint64_t size);            /* returns a descriptor or -errno */
+	void *(*arena_map)(int fd, uint64_t size);     /* NULL on failure */
+	void (*arena_unmap)(void *base, uint64_t size);
+	/* Doorbells: one per endpoint; the peer rings it, we sleep on it. */
+	int (*doorbell_create)(void);
+	void (*doorbell_ring)(int fd);
+	void (*doorbell_clear)(int fd);
+	/* Control channel: reliable, message-oriented, passes descriptors, and
+	 * reports the peer's death. */
+	int (*ctl_listen)(const char *path);
+	int (*ctl_connect)(const char *path);
+	int (*ctl_accept)(int lfd);
+	ssize_t (*ctl_send)(int fd, const void *msg, size_t len, const int *fds, int nfds);
+	/* Returns the message length, 0 on hang-up, -errno (-EAGAIN when empty);
+	 * *nfds in: room in fds, out: descriptors received (all CLOEXEC). */
+	ssize_t (*ctl_recv)(int fd, void *msg, size_t len, int *fds, int *nfds);
+};
+
+extern const struct dev_ops dev_lo;
+
+#endif

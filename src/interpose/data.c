@@ -1,0 +1,262 @@
+/* Every way bytes enter or leave a socket, including the fortified variants that
+ * distribution binaries call. Plain descriptors pass straight through. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../core/conn.h"
+#include "../core/sys.h"
+#include "fdtab.h"
+
+/* Returns the socket (referenced) if fd is accelerated, else NULL. */
+static struct usock *accel(int fd)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+
+	if (s && conn_accel(s))
+		return s;
+	if (o)
+		obj_put(o);
+	return NULL;
+}
+
+static ssize_t done(struct usock *s, ssize_t r)
+{
+	int e = errno;
+
+	usock_put(s);
+	errno = e;
+	return r;
+}
+
+static ssize_t recv1(struct usock *s, int fd, void *buf, size_t n, int flags)
+{
+	struct iovec iov = {buf, n};
+	return done(s, conn_recv(s, fd, &iov, 1, flags));
+}
+
+static ssize_t send1(struct usock *s, int fd, const void *buf, size_t n, int flags)
+{
+	struct iovec iov = {(void *)buf, n};
+	return done(s, conn_send(s, fd, &iov, 1, flags));
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+	struct usock *s = accel(fd);
+	return s ? recv1(s, fd, buf, n, 0) : real.read(fd, buf, n);
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		abort();
+	return read(fd, buf, n);
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct usock *s = accel(fd);
+	return s ? send1(s, fd, buf, n, 0) : real.write(fd, buf, n);
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	struct usock *s = accel(fd);
+	if (!s)
+		return real.readv(fd, iov, cnt);
+	if (cnt < 0 || cnt > IOV_MAX) {
+		usock_put(s);
+		errno = EINVAL;
+		return -1;
+	}
+	return done(s, conn_recv(s, fd, iov, cnt, 0));
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct usock *s = accel(fd);
+	if (!s)
+		return real.writev(fd, iov, cnt);
+	if (cnt < 0 || cnt > IOV_MAX) {
+		usock_put(s);
+		errno = EINVAL;
+		return -1;
+	}
+	return done(s, conn_send(s, fd, iov, cnt, 0));
+}
+
+ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	struct usock *s = accel(fd);
+	return s ? recv1(s, fd, buf, n, flags) : real.recv(fd, buf, n, flags);
+}
+
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (n > buflen)
+		abort();
+	return recv(fd, buf, n, flags);
+}
+
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	struct usock *s = accel(fd);
+	return s ? send1(s, fd, buf, n, flags) : real.send(fd, buf, n, flags);
+}
+
+/* A connected TCP socket reports no source address. */
+ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fl)
+{
+	struct usock *s = accel(fd);
+	if (!s)
+		return real.recvfrom(fd, buf, n, flags, from, fl);
+	ssize_t r = recv1(s, fd, buf, n, flags);
+	if (r >= 0 && from && fl)
+		*fl = 0;
+	return r;
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+		       struct sockaddr *from, socklen_t *fl)
+{
+	if (n > buflen)
+		abort();
+	return recvfrom(fd, buf, n, flags, from, fl);
+}
+
+ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+	       socklen_t tl)
+{
+	struct usock *s = accel(fd);
+	return s ? send1(s, fd, buf, n, flags) : real.sendto(fd, buf, n, flags, to, tl);
+}
+
+static int iov_ok(const struct msghdr *m)
+{
+	return m->msg_iovlen <= IOV_MAX && (m->msg_iov || !m->msg_iovlen);
+}
+
+ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	struct usock *s = accel(fd);
+	if (!s)
+		return real.recvmsg(fd, m, flags);
+	if (!iov_ok(m)) {
+		usock_put(s);
+		errno = EMSGSIZE;
+		return -1;
+	}
+	ssize_t r = done(s, conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen, flags));
+	if (r >= 0) {
+		m->msg_namelen = 0;
+		m->msg_controllen = 0;
+		m->msg_flags = 0;
+	}
+	return r;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	struct usock *s = accel(fd);
+	if (!s)
+		return real.sendmsg(fd, m, flags);
+	if (!iov_ok(m)) {
+		usock_put(s);
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return done(s, conn_send(s, fd, m->msg_iov, (int)m->msg_iovlen, flags));
+}
+
+int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *tmo)
+{
+	struct usock *s = accel(fd);
+	unsigned int i;
+
+	if (!s)
+		return real.recvmmsg(fd, v, n, flags, tmo);
+	for (i = 0; i < n; i++) {
+		int f = flags & ~MSG_WAITFORONE;
+		if (i && (flags & MSG_WAITFORONE))
+			f |= MSG_DONTWAIT;
+		ssize_t r = conn_recv(s, fd, v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen, f);
+		if (r < 0)
+			break;
+		v[i].msg_len = (unsigned int)r;
+		v[i].msg_hdr.msg_namelen = 0;
+		v[i].msg_hdr.msg_controllen = 0;
+		v[i].msg_hdr.msg_flags = 0;
+		if (r == 0)
+			break;
+	}
+	return (int)done(s, i ? (ssize_t)i : -1);
+}
+
+int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	struct usock *s = accel(fd);
+	unsigned int i;
+
+	if (!s)
+		return real.sendmmsg(fd, v, n, flags);
+	for (i = 0; i < n; i++) {
+		ssize_t r = conn_send(s, fd, v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen, flags);
+		if (r < 0)
+			break;
+		v[i].msg_len = (unsigned int)r;
+	}
+	return (int)done(s, i ? (ssize_t)i : -1);
+}
+
+/* sendfile into an accelerated socket: read the file in chunks and write them into
+ * the ring; the offset rules are sendfile's. */
+ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct usock *s = accel(out);
+	char buf[65536];
+	size_t total = 0;
+
+	if (!s)
+		return real.sendfile(out, in, off, count);
+	while (total < count) {
+		size_t want = count - total < sizeof(buf) ? count - total : sizeof(buf);
+		ssize_t r = off ? pread(in, buf, want, *off + (off_t)total) : real.read(in, buf, want);
+		if (r <= 0) {
+			if (r < 0 && !total) {
+				usock_put(s);
+				return -1;
+			}
+			break;
+		}
+		ssize_t w = conn_send(s, out, &(struct iovec){buf, (size_t)r}, 1, 0);
+		if (w < 0) {
+			if (!off)
+				lseek(in, -(off_t)r, SEEK_CUR);
+			if (!total) {
+				int e = errno;
+				usock_put(s);
+				errno = e;
+				return -1;
+			}
+			break;
+		}
+		total += (size_t)w;
+		if (w < r) {
+			if (!off)
+				lseek(in, -(off_t)(r - w), SEEK_CUR);
+			break;
+		}
+	}
+	if (off)
+		*off += (off_t)total;
+	return done(s, (ssize_t)total);
+}
+
+ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));

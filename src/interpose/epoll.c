@@ -1,0 +1,533 @@
+/* epoll for accelerated sockets.
+ *
+ * The application's epoll instance stays real. Accelerated sockets are watched by
+ * a private epoll instance (one per application instance) that is itself
+ * registered in the application's with a marker: it holds each socket's doorbell
+ * and TCP socket, edge-triggered. When the marker fires, only the sockets whose
+ * doorbell or TCP socket changed are looked at, so a wait costs O(ready), never
+ * O(registered). Level-triggered sockets that were reported stay on a ready list
+ * and are re-checked on the next wait, as the kernel re-queues them. */
+#include "epoll.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "../core/hooks.h"
+#include "../core/sys.h"
+#include "fdtab.h"
+
+struct epshadow;
+
+struct epreg {
+	struct epshadow *sh;
+	struct usock *s;
+	int fd;
+	uint32_t events;
+	epoll_data_t data;
+	int disabled;       /* EPOLLONESHOT fired */
+	int queued;         /* on sh->ready */
+	int plain;          /* the socket fell back: move it to the real instance */
+	struct epreg *ready_next, *sock_next, *all_next;
+};
+
+struct epshadow {
+	struct obj o;
+	int epfd;
+	int ifd;             /* private instance, -1 until an accelerated socket joins */
+	int kick;            /* eventfd in ifd: wakes a waiter when a socket falls back */
+	pthread_mutex_t lock;       /* registrations */
+	pthread_mutex_t ready_lock; /* the ready list only; taken last */
+	struct epreg *all, *ready;
+};
+
+#define TAG_TCP ((uintptr_t)1)
+
+static void ready_push(struct epshadow *sh, struct epreg *r)
+{
+	pthread_mutex_lock(&sh->ready_lock);
+	if (!r->queued) {
+		r->queued = 1;
+		r->ready_next = sh->ready;
+		sh->ready = r;
+	}
+	pthread_mutex_unlock(&sh->ready_lock);
+}
+
+static void ready_unlink(struct epshadow *sh, struct epreg *r)
+{
+	pthread_mutex_lock(&sh->ready_lock);
+	if (r->queued)
+		for (struct epreg **pp = &sh->ready; *pp; pp = &(*pp)->ready_next)
+			if (*pp == r) {
+				*pp = r->ready_next;
+				r->queued = 0;
+				break;
+			}
+	pthread_mutex_unlock(&sh->ready_lock);
+}
+
+static struct epshadow *shadow_of(struct obj *o)
+{
+	return o && o->kind == OBJ_EPOLL ? (struct epshadow *)o : NULL;
+}
+
+static struct epshadow *shadow_get(int epfd)
+{
+	struct obj *o = fdtab_get(epfd);
+	struct epshadow *sh = shadow_of(o);
+
+	if (sh || o) {
+		if (!sh)
+			obj_put(o);
+		return sh;
+	}
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return NULL;
+	sh->o.kind = OBJ_EPOLL;
+	atomic_init(&sh->o.refs, 2); /* the table's and ours */
+	atomic_init(&sh->o.fdrefs, 1);
+	sh->epfd = epfd;
+	sh->ifd = sh->kick = -1;
+	pthread_mutex_init(&sh->lock, NULL);
+	pthread_mutex_init(&sh->ready_lock, NULL);
+	if (fdtab_set(epfd, &sh->o) < 0) {
+		free(sh);
+		return NULL;
+	}
+	return sh;
+}
+
+/* Called with sh->lock held. */
+static int shadow_start(struct epshadow *sh)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (sh->ifd >= 0)
+		return 0;
+	sh->ifd = real.epoll_create1(EPOLL_CLOEXEC);
+	sh->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sh->ifd < 0 || sh->kick < 0)
+		goto fail;
+	ev.data.ptr = NULL;
+	ev.events = EPOLLIN | EPOLLET;
+	if (real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, sh->kick, &ev) < 0)
+		goto fail;
+	ev.events = EPOLLIN;
+	ev.data.ptr = sh;
+	if (real.epoll_ctl(sh->epfd, EPOLL_CTL_ADD, sh->ifd, &ev) < 0)
+		goto fail;
+	return 0;
+fail:
+	if (sh->ifd >= 0)
+		real.close(sh->ifd);
+	if (sh->kick >= 0)
+		real.close(sh->kick);
+	sh->ifd = sh->kick = -1;
+	return -1;
+}
+
+static struct epreg *reg_find(struct epshadow *sh, int fd)
+{
+	for (struct epreg *r = sh->all; r; r = r->all_next)
+		if (r->fd == fd)
+			return r;
+	return NULL;
+}
+
+static int watch(struct epreg *r, int op)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = r};
+	struct usock *s = r->s;
+
+	if (op == EPOLL_CTL_DEL) {
+		real.epoll_ctl(r->sh->ifd, op, s->ev_self, NULL);
+		real.epoll_ctl(r->sh->ifd, op, r->fd, NULL);
+		return 0;
+	}
+	if (op == EPOLL_CTL_ADD && real.epoll_ctl(r->sh->ifd, op, s->ev_self, &ev) < 0)
+		return -1;
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+	ev.data.ptr = (void *)((uintptr_t)r | TAG_TCP);
+	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0) {
+		if (op == EPOLL_CTL_ADD)
+			real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->ev_self, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void reg_free(struct epreg *r)
+{
+	usock_put(r->s);
+	free(r);
+}
+
+/* Called with sh->lock held: unhook from the socket and the shadow. */
+static void reg_unlink(struct epshadow *sh, struct epreg *r)
+{
+	pthread_mutex_lock(&r->s->lock);
+	for (struct epreg **pp = &r->s->regs; *pp; pp = &(*pp)->sock_next)
+		if (*pp == r) {
+			*pp = r->sock_next;
+			break;
+		}
+	pthread_mutex_unlock(&r->s->lock);
+	for (struct epreg **pp = &sh->all; *pp; pp = &(*pp)->all_next)
+		if (*pp == r) {
+			*pp = r->all_next;
+			break;
+		}
+	ready_unlink(sh, r);
+}
+
+static void kick(struct epshadow *sh)
+{
+	uint64_t one = 1;
+
+	if (write(sh->kick, &one, sizeof(one)) < 0) {
+		/* saturated: a wake-up is pending anyway */
+	}
+}
+
+/* A registration that is ready already must wake a thread sleeping in
+ * epoll_wait, as the kernel would; one that is not asks the peer to ring. */
+static void check_now(struct epshadow *sh, struct epreg *r)
+{
+	short want = (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+
+	if (conn_revents(r->s, r->fd, want, conn_tcp_state(r->s, r->fd)) ||
+	    conn_arm(r->s, r->fd, want) || !conn_accel(r->s)) {
+		ready_push(sh, r);
+		kick(sh);
+	}
+}
+
+static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
+		     struct epoll_event *ev)
+{
+	struct epreg *r;
+	int ret = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	r = reg_find(sh, fd);
+	if (op == EPOLL_CTL_ADD) {
+		if (r) {
+			errno = EEXIST;
+			ret = -1;
+			goto out;
+		}
+		if (shadow_start(sh) < 0 || !(r = calloc(1, sizeof(*r)))) {
+			errno = ENOMEM;
+			ret = -1;
+			goto out;
+		}
+		usock_get(s);
+		*r = (struct epreg){.sh = sh, .s = s, .fd = fd, .events = ev->events,
+				    .data = ev->data};
+		if (watch(r, EPOLL_CTL_ADD) < 0) {
+			ret = -1;
+			reg_free(r);
+			goto out;
+		}
+		pthread_mutex_lock(&s->lock);
+		r->sock_next = s->regs;
+		s->regs = r;
+		pthread_mutex_unlock(&s->lock);
+		r->all_next = sh->all;
+		sh->all = r;
+		check_now(sh, r);
+	} else if (!r) {
+		errno = ENOENT;
+		ret = -1;
+	} else if (op == EPOLL_CTL_MOD) {
+		r->events = ev->events;
+		r->data = ev->data;
+		r->disabled = 0;
+		check_now(sh, r);
+	} else {
+		watch(r, EPOLL_CTL_DEL);
+		reg_unlink(sh, r);
+		reg_free(r);
+	}
+out:
+	pthread_mutex_unlock(&sh->lock);
+	return ret;
+}
+
+/* A socket that fell back leaves for the application's real instance. Called
+ * with sh->lock held. */
+static void reg_to_real(struct epshadow *sh, struct epreg *r)
+{
+	struct epoll_event ev = {.events = r->events, .data = r->data};
+
+	watch(r, EPOLL_CTL_DEL);
+	reg_unlink(sh, r);
+	if (!r->disabled)
+		real.epoll_ctl(sh->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+	reg_free(r);
+}
+
+void epoll_sock_fallback(struct usock *s, int fd)
+{
+	(void)fd;
+	/* Called with s->lock held, so only the leaf ready lock may be taken here;
+	 * the move itself happens in the next wait. */
+	for (struct epreg *r = s->regs; r; r = r->sock_next) {
+		r->plain = 1;
+		ready_push(r->sh, r);
+		kick(r->sh);
+	}
+}
+
+void epoll_sock_closed(struct usock *s)
+{
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		struct epreg *r = s->regs;
+		struct epshadow *sh = r ? r->sh : NULL;
+		if (sh)
+			atomic_fetch_add(&sh->o.refs, 1);
+		pthread_mutex_unlock(&s->lock);
+		if (!sh)
+			return;
+		pthread_mutex_lock(&sh->lock);
+		/* Still registered? Another thread may have removed it meanwhile. */
+		for (struct epreg *x = sh->all; x; x = x->all_next)
+			if (x == r) {
+				watch(r, EPOLL_CTL_DEL);
+				reg_unlink(sh, r);
+				reg_free(r);
+				break;
+			}
+		pthread_mutex_unlock(&sh->lock);
+		epoll_shadow_put(&sh->o);
+	}
+}
+
+void epoll_shadow_put(struct obj *o)
+{
+	struct epshadow *sh = (struct epshadow *)o;
+
+	if (atomic_fetch_sub(&o->refs, 1) != 1)
+		return;
+	while (sh->all) {
+		struct epreg *r = sh->all;
+		reg_unlink(sh, r);
+		reg_free(r);
+	}
+	if (sh->ifd >= 0)
+		real.close(sh->ifd);
+	if (sh->kick >= 0)
+		real.close(sh->kick);
+	pthread_mutex_destroy(&sh->lock);
+	pthread_mutex_destroy(&sh->ready_lock);
+	free(sh);
+}
+
+/* Moves every socket whose doorbell or TCP socket fired onto the ready list.
+ * Called with sh->lock held. */
+static void harvest(struct epshadow *sh)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	do {
+		n = real.epoll_wait(sh->ifd, ev, 64, 0);
+		for (int i = 0; i < n; i++) {
+			uintptr_t p = (uintptr_t)ev[i].data.ptr;
+			struct epreg *r = (struct epreg *)(p & ~TAG_TCP);
+			if (!r) {
+				uint64_t v;
+				if (read(sh->kick, &v, sizeof(v)) < 0) {
+					/* already drained by another waiter */
+				}
+				continue;
+			}
+			if ((p & TAG_TCP) && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP |
+							      EPOLLERR)))
+				conn_note_tcp_event(r->s);
+			ready_push(sh, r);
+		}
+	} while (n == 64);
+}
+
+/* Reports ready sockets into out[0..max). Called with sh->lock held. */
+static int collect(struct epshadow *sh, struct epoll_event *out, int max)
+{
+	struct epreg *list, *keep = NULL, *r;
+	int n = 0;
+
+	pthread_mutex_lock(&sh->ready_lock);
+	list = sh->ready;
+	sh->ready = NULL;
+	for (r = list; r; r = r->ready_next)
+		r->queued = 0;
+	pthread_mutex_unlock(&sh->ready_lock);
+
+	while ((r = list)) {
+		list = r->ready_next;
+		if (r->plain || !conn_accel(r->s)) {
+			reg_to_real(sh, r);
+			continue;
+		}
+		if (r->disabled)
+			continue;
+		if (n == max) {
+			r->ready_next = keep;
+			keep = r;
+			continue;
+		}
+		struct usock *s = r->s;
+		short want = (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI |
+						  EPOLLRDNORM | EPOLLWRNORM));
+		short got = conn_revents(s, r->fd, want, conn_tcp_state(s, r->fd));
+		if (!conn_accel(s)) {
+			reg_to_real(sh, r);
+			continue;
+		}
+		if (!got) {
+			/* Ask the peer to ring us, then make sure we did not miss it. */
+			if (conn_arm(s, r->fd, want)) {
+				r->ready_next = keep;
+				keep = r;
+			}
+			continue;
+		}
+		out[n].events = (uint32_t)(unsigned short)got;
+		out[n].data = r->data;
+		n++;
+		if (r->events & EPOLLONESHOT) {
+			r->disabled = 1;
+		} else if (r->events & EPOLLET) {
+			conn_arm(s, r->fd, want);
+		} else {
+			r->ready_next = keep;
+			keep = r;
+		}
+	}
+	while ((r = keep)) {
+		keep = r->ready_next;
+		ready_push(sh, r);
+	}
+	return n;
+}
+
+static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxevents,
+		       int timeout, const sigset_t *sigmask)
+{
+	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
+
+	for (;;) {
+		pthread_mutex_lock(&sh->lock);
+		int n = collect(sh, events, maxevents);
+		pthread_mutex_unlock(&sh->lock);
+
+		int tmo = n ? 0 : timeout < 0 ? -1 : timeout == 0 ? 0 : sys_ms_left(deadline);
+		int m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
+		if (m < 0)
+			return n ? n : -1;
+		int kept = n, marker = 0;
+		for (int i = n; i < n + m; i++) {
+			if (events[i].data.ptr == sh)
+				marker = 1;
+			else
+				events[kept++] = events[i];
+		}
+		if (marker) {
+			pthread_mutex_lock(&sh->lock);
+			harvest(sh);
+			kept += collect(sh, events + kept, maxevents - kept);
+			pthread_mutex_unlock(&sh->lock);
+		}
+		if (kept || tmo == 0)
+			return kept;
+		if (timeout > 0 && sys_now_ns() >= deadline)
+			return 0;
+	}
+}
+
+int epoll_create(int size)
+{
+	return real.epoll_create(size);
+}
+
+int epoll_create1(int flags)
+{
+	return real.epoll_create1(flags);
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+	int r;
+
+	if (!s || !conn_accel(s) || (op != EPOLL_CTL_DEL && !ev)) {
+		if (o)
+			obj_put(o);
+		return real.epoll_ctl(epfd, op, fd, ev);
+	}
+	struct epshadow *sh = shadow_get(epfd);
+	if (!sh) {
+		obj_put(o);
+		errno = ENOMEM;
+		return -1;
+	}
+	r = accel_ctl(sh, s, op, fd, ev);
+	epoll_shadow_put(&sh->o);
+	obj_put(o);
+	return r;
+}
+
+static int wait_common(int epfd, struct epoll_event *events, int maxevents, int timeout,
+		       const sigset_t *sigmask)
+{
+	struct obj *o = fdtab_get(epfd);
+	struct epshadow *sh = shadow_of(o);
+
+	if (!sh || sh->ifd < 0 || maxevents <= 0) {
+		if (o)
+			obj_put(o);
+		return real.epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+	}
+	int r = shadow_wait(sh, events, maxevents, timeout, sigmask);
+	obj_put(o);
+	return r;
+}
+
+int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+{
+	return wait_common(epfd, events, maxevents, timeout, NULL);
+}
+
+int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+		const sigset_t *sigmask)
+{
+	return wait_common(epfd, events, maxevents, timeout, sigmask);
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
+		 const struct timespec *timeout, const sigset_t *sigmask)
+{
+	int ms = -1;
+
+	if (timeout) {
+		uint64_t ns = (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec;
+		ms = ns / 1000000ull > 0x7fffffff ? 0x7fffffff : (int)((ns + 999999) / 1000000ull);
+	}
+	struct obj *o = fdtab_get(epfd);
+	if (!shadow_of(o) && real.epoll_pwait2) {
+		if (o)
+			obj_put(o);
+		return real.epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+	}
+	if (o)
+		obj_put(o);
+	return wait_common(epfd, events, maxevents, ms, sigmask);
+}

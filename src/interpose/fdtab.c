@@ -1,0 +1,97 @@
+#include "fdtab.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "epoll.h"
+
+#define CHUNK_BITS 10
+#define CHUNK (1 << CHUNK_BITS)
+#define NCHUNKS 1024 /* descriptors below 1 048 576 */
+
+static _Atomic(struct obj *) *_Atomic chunks[NCHUNKS];
+/* Readers take it only for a tracked descriptor, to pin the object against a
+ * concurrent close; writers are descriptor creation and destruction. */
+static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static _Atomic(struct obj *) *slot(int fd, int create)
+{
+	if (fd < 0 || fd >= CHUNK * NCHUNKS)
+		return NULL;
+	_Atomic(struct obj *) *c = atomic_load_explicit(&chunks[fd >> CHUNK_BITS],
+							memory_order_acquire);
+	if (!c && create) {
+		c = calloc(CHUNK, sizeof(*c));
+		if (!c)
+			return NULL;
+		_Atomic(struct obj *) *expect = NULL;
+		if (!atomic_compare_exchange_strong(&chunks[fd >> CHUNK_BITS], &expect, c)) {
+			free(c);
+			c = expect;
+		}
+	}
+	return c ? &c[fd & (CHUNK - 1)] : NULL;
+}
+
+struct obj *fdtab_get(int fd)
+{
+	_Atomic(struct obj *) *s = slot(fd, 0);
+	struct obj *o;
+
+	if (!s || !atomic_load_explicit(s, memory_order_relaxed))
+		return NULL;
+	pthread_rwlock_rdlock(&lock);
+	o = atomic_load(s);
+	if (o)
+		atomic_fetch_add(&o->refs, 1);
+	pthread_rwlock_unlock(&lock);
+	return o;
+}
+
+int fdtab_set(int fd, struct obj *o)
+{
+	_Atomic(struct obj *) *s = slot(fd, 1);
+
+	if (!s)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&lock);
+	struct obj *old = atomic_exchange(s, o);
+	pthread_rwlock_unlock(&lock);
+	if (old)
+		obj_put(old);
+	return 0;
+}
+
+struct obj *fdtab_take(int fd)
+{
+	_Atomic(struct obj *) *s = slot(fd, 0);
+	struct obj *o;
+
+	if (!s || !atomic_load_explicit(s, memory_order_relaxed))
+		return NULL;
+	pthread_rwlock_wrlock(&lock);
+	o = atomic_exchange(s, NULL);
+	pthread_rwlock_unlock(&lock);
+	return o;
+}
+
+void fdtab_foreach(void (*fn)(int fd, struct obj *o))
+{
+	for (int c = 0; c < NCHUNKS; c++) {
+		_Atomic(struct obj *) *chunk = atomic_load(&chunks[c]);
+		for (int i = 0; chunk && i < CHUNK; i++) {
+			struct obj *o = atomic_load(&chunk[i]);
+			if (o)
+				fn(c * CHUNK + i, o);
+		}
+	}
+}
+
+void obj_put(struct obj *o)
+{
+	if (o->kind == OBJ_SOCK)
+		usock_put((struct usock *)o);
+	else if (o->kind == OBJ_EPOLL)
+		epoll_shadow_put(o);
+}

@@ -1,0 +1,23 @@
+/* Which descriptors usmc tracks. A descriptor that is not tracked costs one load
+ * per call: plain sockets and fallen-back connections leave the table. */
+#ifndef USMC_FDTAB_H
+#define USMC_FDTAB_H
+
+#include "../core/conn.h"
+
+/* Returns the object with a reference held (release with obj_put), or NULL. */
+struct obj *fdtab_get(int fd);
+/* Installs obj at fd (the caller's reference moves into the table). */
+int fdtab_set(int fd, struct obj *o);
+/* Removes and returns the table's reference, or NULL. */
+struct obj *fdtab_take(int fd);
+void obj_put(struct obj *o);
+/* Calls fn for every tracked descriptor; for fork handlers only (no locking). */
+void fdtab_foreach(void (*fn)(int fd, struct obj *o));
+
+static inline struct usock *sock_of(struct obj *o)
+{
+	return o && o->kind == OBJ_SOCK ? (struct usock *)o : NULL;
+}
+
+#endif

@@ -1,0 +1,234 @@
+/* poll, ppoll, select and pselect over a mix of plain and accelerated sockets.
+ *
+ * Accelerated sockets are first checked in shared memory without a system call.
+ * Only when nothing is ready does the caller sleep, in one ppoll over the real
+ * descriptors plus the doorbell of each accelerated socket, after asking the
+ * peers to ring (and re-checking, so a ring cannot be missed). */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+
+#include "../core/conn.h"
+#include "../core/sys.h"
+#include "../dev/dev.h"
+#include "fdtab.h"
+
+#define STACK_FDS 64
+
+static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
+		      const struct timespec *tmo, const sigset_t *mask)
+{
+	struct pollfd stack[STACK_FDS * 2], *p = stack;
+	nfds_t total = n + (nfds_t)nacc;
+	uint64_t deadline = 0;
+	int ret = -1;
+
+	if (total > STACK_FDS * 2 && !(p = malloc(total * sizeof(*p)))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (tmo)
+		deadline = sys_now_ns() + (uint64_t)tmo->tv_sec * 1000000000ull +
+			   (uint64_t)tmo->tv_nsec + 1;
+	for (;;) {
+		int k = 0, ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec;
+		for (nfds_t i = 0; i < n; i++) {
+			p[i] = fds[i];
+			if (acc[i]) {
+				p[i].events = conn_poll_prepare(acc[i], fds[i].events);
+				p[n + (nfds_t)k++] = (struct pollfd){acc[i]->ev_self, POLLIN, 0};
+				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd)))
+					sleep = 0;
+			}
+		}
+		if (sleep)
+			for (nfds_t i = 0; i < n; i++)
+				if (acc[i] && conn_arm(acc[i], fds[i].fd, fds[i].events))
+					sleep = 0;
+		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
+		if (sleep && tmo) {
+			int ms = sys_ms_left(deadline);
+			left = (struct timespec){ms / 1000, (long)(ms % 1000) * 1000000};
+			t = &left;
+		}
+		int r = real.ppoll(p, sleep ? total : n, t, mask);
+		for (nfds_t i = 0; i < n; i++)
+			if (acc[i])
+				conn_disarm(acc[i]);
+		if (r < 0)
+			break;
+		if (sleep)
+			for (nfds_t i = n; i < total; i++)
+				if (p[i].revents)
+					dev_lo.doorbell_clear(p[i].fd);
+		for (nfds_t i = 0; i < n; i++) {
+			fds[i].revents = acc[i] ? conn_revents(acc[i], fds[i].fd, fds[i].events, p[i].revents)
+						: p[i].revents;
+			if (fds[i].revents)
+				ready++;
+		}
+		if (ready || !sleep || (tmo && sys_now_ns() >= deadline)) {
+			ret = ready;
+			break;
+		}
+	}
+	if (p != stack)
+		free(p);
+	return ret;
+}
+
+static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+		       const sigset_t *mask, int use_ppoll, int ms)
+{
+	struct usock *stack[STACK_FDS], **acc = stack;
+	int nacc = 0, r;
+
+	if (n > STACK_FDS && !(acc = calloc(n, sizeof(*acc)))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (nfds_t i = 0; i < n; i++) {
+		struct obj *o = fdtab_get(fds[i].fd);
+		struct usock *s = sock_of(o);
+		acc[i] = NULL;
+		if (s && conn_accel(s)) {
+			acc[i] = s;
+			nacc++;
+		} else if (o) {
+			obj_put(o);
+		}
+	}
+	if (!nacc)
+		r = use_ppoll ? real.ppoll(fds, n, tmo, mask) : real.poll(fds, n, ms);
+	else
+		r = poll_accel(fds, n, acc, nacc, tmo, mask);
+	for (nfds_t i = 0; i < n && nacc; i++)
+		if (acc[i])
+			usock_put(acc[i]);
+	if (acc != stack)
+		free(acc);
+	return r;
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
+
+	return poll_common(fds, n, timeout < 0 ? NULL : &ts, NULL, 0, timeout);
+}
+
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	(void)fdslen;
+	return poll(fds, n, timeout);
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
+{
+	return poll_common(fds, n, tmo, mask, 1, 0);
+}
+
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask,
+		size_t fdslen)
+{
+	(void)fdslen;
+	return ppoll(fds, n, tmo, mask);
+}
+
+static int any_accel(int nfds, fd_set *r, fd_set *w, fd_set *x)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))))
+			continue;
+		struct obj *o = fdtab_get(fd);
+		int yes = sock_of(o) && conn_accel(sock_of(o));
+		if (o)
+			obj_put(o);
+		if (yes)
+			return 1;
+	}
+	return 0;
+}
+
+/* select() as poll(): readable includes hang-up and error, as the kernel has it. */
+static int select_as_poll(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tmo,
+			  const sigset_t *mask)
+{
+	struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
+	int n = 0, count = 0;
+
+	if (!p) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = 0;
+		if (r && FD_ISSET(fd, r))
+			ev |= POLLIN;
+		if (w && FD_ISSET(fd, w))
+			ev |= POLLOUT;
+		if (x && FD_ISSET(fd, x))
+			ev |= POLLPRI;
+		if (ev)
+			p[n++] = (struct pollfd){fd, ev, 0};
+	}
+	int ret = poll_common(p, (nfds_t)n, tmo, mask, 1, 0);
+	if (ret >= 0) {
+		for (int i = 0; i < n; i++)
+			if (p[i].revents & POLLNVAL) {
+				free(p);
+				errno = EBADF;
+				return -1;
+			}
+		if (r)
+			FD_ZERO(r);
+		if (w)
+			FD_ZERO(w);
+		if (x)
+			FD_ZERO(x);
+		for (int i = 0; i < n; i++) {
+			short re = p[i].revents;
+			if (r && (p[i].events & POLLIN) && (re & (POLLIN | POLLHUP | POLLERR)))
+				FD_SET(p[i].fd, r), count++;
+			if (w && (p[i].events & POLLOUT) && (re & (POLLOUT | POLLERR)))
+				FD_SET(p[i].fd, w), count++;
+			if (x && (p[i].events & POLLPRI) && (re & POLLPRI))
+				FD_SET(p[i].fd, x), count++;
+		}
+		ret = count;
+	}
+	free(p);
+	return ret;
+}
+
+int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+	if (nfds <= 0 || !any_accel(nfds, r, w, x))
+		return real.select(nfds, r, w, x, tv);
+	struct timespec ts, *t = NULL;
+	uint64_t start = sys_now_ns();
+	if (tv) {
+		ts = (struct timespec){tv->tv_sec, tv->tv_usec * 1000};
+		t = &ts;
+	}
+	int ret = select_as_poll(nfds, r, w, x, t, NULL);
+	if (tv) {
+		/* Linux reports the time left, and so do we. */
+		uint64_t used = sys_now_ns() - start;
+		uint64_t total = (uint64_t)tv->tv_sec * 1000000000ull + (uint64_t)tv->tv_usec * 1000ull;
+		uint64_t left = used < total ? total - used : 0;
+		tv->tv_sec = (time_t)(left / 1000000000ull);
+		tv->tv_usec = (suseconds_t)(left % 1000000000ull / 1000);
+	}
+	return ret;
+}
+
+int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tmo,
+	    const sigset_t *mask)
+{
+	if (nfds <= 0 || !any_accel(nfds, r, w, x))
+		return real.pselect(nfds, r, w, x, tmo, mask);
+	return select_as_poll(nfds, r, w, x, tmo, mask);
+}

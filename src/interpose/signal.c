@@ -1,0 +1,113 @@
+/* SA_RESTART for waits usmc performs itself.
+ *
+ * A blocking recv() on TCP interrupted by a signal is restarted by the kernel when
+ * the handler was installed with SA_RESTART, and fails with EINTR otherwise. Our
+ * waits sleep in poll(), which is never restarted, so we must know which handler
+ * ran: every handler the application installs is wrapped by one that records its
+ * SA_RESTART flag for the interrupted thread. The application still sees its own
+ * handler and flags through sigaction(). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "../core/hooks.h"
+#include "../core/sys.h"
+
+static struct sigaction app[NSIG];
+static __thread int last_restart = -1;
+
+static void wrapper(int sig, siginfo_t *info, void *uc)
+{
+	struct sigaction *a = &app[sig];
+	int restart = (a->sa_flags & SA_RESTART) != 0;
+
+	if (a->sa_flags & SA_SIGINFO)
+		a->sa_sigaction(sig, info, uc);
+	else if (a->sa_handler != SIG_IGN && a->sa_handler != SIG_DFL)
+		a->sa_handler(sig);
+	if (a->sa_flags & SA_RESETHAND)
+		a->sa_handler = SIG_DFL;
+	last_restart = restart;
+}
+
+void signal_wait_begin(void)
+{
+	last_restart = -1;
+}
+
+int signal_wait_restart(void)
+{
+	return last_restart == 1;
+}
+
+static int wrappable(int sig, const struct sigaction *act)
+{
+	if (sig <= 0 || sig >= NSIG || !act)
+		return 0;
+	if (act->sa_flags & SA_SIGINFO)
+		return act->sa_sigaction != NULL;
+	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction mine, prev;
+	int r;
+
+	if (sig <= 0 || sig >= NSIG)
+		return real.sigaction(sig, act, old);
+	if (wrappable(sig, act)) {
+		mine = *act;
+		mine.sa_flags = act->sa_flags | SA_SIGINFO;
+		mine.sa_sigaction = wrapper;
+		struct sigaction saved = app[sig];
+		app[sig] = *act;
+		r = real.sigaction(sig, &mine, &prev);
+		if (r < 0) {
+			app[sig] = saved;
+			return r;
+		}
+		if (old)
+			*old = prev.sa_sigaction == wrapper && (prev.sa_flags & SA_SIGINFO) ? saved : prev;
+		return r;
+	}
+	r = real.sigaction(sig, act, &prev);
+	if (r == 0 && old)
+		*old = prev.sa_sigaction == wrapper && (prev.sa_flags & SA_SIGINFO) ? app[sig] : prev;
+	return r;
+}
+
+/* glibc's signal() calls its internal sigaction directly, so it is caught here
+ * too, with its BSD semantics: SA_RESTART. */
+sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction act, old;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	if (sig > 0 && sig < NSIG)
+		sigaddset(&act.sa_mask, sig);
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	struct sigaction act, old;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	act.sa_flags = SA_RESETHAND | SA_NODEFER;
+	sigemptyset(&act.sa_mask);
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}

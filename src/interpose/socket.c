@@ -1,0 +1,283 @@
+/* Socket life cycle: creation, connect, listen, accept, descriptor duplication,
+ * options that change how usmc must behave, shutdown and close. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/conn.h"
+#include "../core/config.h"
+#include "../core/sys.h"
+#include "fdtab.h"
+#include "init.h"
+
+#ifndef IPPROTO_SMC
+#define IPPROTO_SMC 256
+#endif
+
+int socket(int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int tcp = (domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
+		  (protocol == 0 || protocol == IPPROTO_TCP || protocol == IPPROTO_SMC);
+
+	if (tcp && protocol == IPPROTO_SMC)
+		protocol = IPPROTO_TCP;
+	int fd = real.socket(domain, type, protocol);
+	if (fd < 0 || !tcp || !usmc_active())
+		return fd;
+	struct usock *s = usock_new(domain, (type & SOCK_NONBLOCK) != 0);
+	if (s && fdtab_set(fd, &s->o) < 0)
+		usock_put(s);
+	return fd;
+}
+
+/* A socket that will never use shared memory leaves the table, so its calls cost
+ * nothing more than a lookup. */
+static void forget_if_plain(int fd, struct usock *s)
+{
+	if (atomic_load(&s->mode) != MODE_PLAIN || s->regs)
+		return;
+	struct obj *o = fdtab_take(fd);
+	if (o)
+		obj_put(o);
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+
+	if (!s) {
+		if (o)
+			obj_put(o);
+		return real.connect(fd, addr, len);
+	}
+	int r = conn_connect(s, fd, addr, len);
+	int e = errno;
+	if (atomic_fetch_add(&s->o.fdrefs, 0) == 1)
+		forget_if_plain(fd, s);
+	obj_put(o);
+	errno = e;
+	return r;
+}
+
+int listen(int fd, int backlog)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+
+	if (!s) {
+		if (o)
+			obj_put(o);
+		return real.listen(fd, backlog);
+	}
+	int r = conn_listen(s, fd, backlog);
+	int e = errno;
+	obj_put(o);
+	errno = e;
+	return r;
+}
+
+static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	struct obj *o = fdtab_get(lfd);
+	struct usock *l = sock_of(o);
+
+	if (!l || atomic_load(&l->mode) != MODE_LISTEN) {
+		if (o)
+			obj_put(o);
+		return real.accept4(lfd, addr, alen, flags);
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
+	int e = errno;
+	if (fd >= 0) {
+		struct usock *s = usock_new(l->family, (flags & SOCK_NONBLOCK) != 0);
+		if (s) {
+			conn_accepted(s, fd, (struct sockaddr *)&ss);
+			if (atomic_load(&s->mode) == MODE_PLAIN || fdtab_set(fd, &s->o) < 0)
+				usock_put(s);
+		}
+		if (addr && alen) {
+			memcpy(addr, &ss, sl < *alen ? sl : *alen);
+			*alen = sl;
+		}
+	}
+	obj_put(o);
+	errno = e;
+	return fd;
+}
+
+int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+	return accept_common(fd, addr, alen, 0);
+}
+
+int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	return accept_common(fd, addr, alen, flags);
+}
+
+/* The last descriptor naming a socket is going away (close or dup2 over it). */
+static void release_fd(int fd, struct obj *o)
+{
+	if (atomic_fetch_sub(&o->fdrefs, 1) == 1 && o->kind == OBJ_SOCK)
+		conn_close((struct usock *)o, fd);
+	obj_put(o);
+}
+
+int close(int fd)
+{
+	struct obj *o = fdtab_take(fd);
+	struct usock *s = sock_of(o);
+
+	if (s && atomic_load(&s->mode) == MODE_LISTEN) {
+		/* Whether the listener lives on elsewhere is known only after ours is gone. */
+		struct stat st;
+		unsigned long ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
+		int r = real.close(fd);
+		int e = errno;
+		if (atomic_fetch_sub(&o->fdrefs, 1) == 1)
+			conn_listener_closed(s, ino);
+		obj_put(o);
+		errno = e;
+		return r;
+	}
+	if (o)
+		release_fd(fd, o);
+	return real.close(fd);
+}
+
+static int dup_track(int oldfd, int newfd)
+{
+	struct obj *o;
+
+	if (newfd < 0)
+		return newfd;
+	o = fdtab_get(oldfd);
+	if (o) {
+		atomic_fetch_add(&o->fdrefs, 1);
+		fdtab_set(newfd, o);
+	}
+	return newfd;
+}
+
+int dup(int fd)
+{
+	return dup_track(fd, real.dup(fd));
+}
+
+static int dup_over(int oldfd, int newfd, int flags, int three)
+{
+	if (oldfd == newfd)
+		return three ? (errno = EINVAL, -1) : real.dup2(oldfd, newfd);
+	struct obj *old = fdtab_take(newfd);
+	if (old)
+		release_fd(newfd, old);
+	return dup_track(oldfd, three ? real.dup3(oldfd, newfd, flags) : real.dup2(oldfd, newfd));
+}
+
+int dup2(int oldfd, int newfd)
+{
+	return dup_over(oldfd, newfd, 0, 0);
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+	return dup_over(oldfd, newfd, flags, 1);
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+
+	int r = real.fcntl(fd, cmd, arg);
+	if (r < 0)
+		return r;
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		return dup_track(fd, r);
+	if (cmd == F_SETFL) {
+		struct obj *o = fdtab_get(fd);
+		struct usock *s = sock_of(o);
+		if (s)
+			s->nonblock = ((long)arg & O_NONBLOCK) != 0;
+		if (o)
+			obj_put(o);
+	}
+	return r;
+}
+
+int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+	int r;
+
+	if (s && conn_accel(s) && (req == FIONREAD || req == TIOCOUTQ) && arg) {
+		r = req == FIONREAD ? conn_fionread(s, fd, arg) : conn_outq(s, fd, arg);
+	} else {
+		r = real.ioctl(fd, req, arg);
+		if (r == 0 && s && req == FIONBIO && arg)
+			s->nonblock = *(int *)arg != 0;
+	}
+	if (o) {
+		int e = errno;
+		obj_put(o);
+		errno = e;
+	}
+	return r;
+}
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	int r = real.setsockopt(fd, level, name, val, len);
+	if (r < 0 || level != SOL_SOCKET)
+		return r;
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+	if (s && val) {
+		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval))
+			memcpy(name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo, val,
+			       sizeof(struct timeval));
+		else if ((name == SO_SNDBUF || name == SO_RCVBUF) && len >= sizeof(int))
+			*(name == SO_SNDBUF ? &s->sndbuf : &s->rcvbuf) = *(const int *)val;
+	}
+	if (o)
+		obj_put(o);
+	return r;
+}
+
+int shutdown(int fd, int how)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+	int r;
+
+	if (s && conn_accel(s))
+		r = conn_shutdown(s, fd, how);
+	else
+		r = real.shutdown(fd, how);
+	if (o) {
+		int e = errno;
+		obj_put(o);
+		errno = e;
+	}
+	return r;
+}

@@ -1,0 +1,350 @@
+# Helpers shared by the real-application scenarios; each scenario script sources this file.
+#
+# A scenario calls app_begin, starts servers with `serve`, drives them with `client`, checks the
+# application's own verdict, then proves from `usmc stats` that shared memory carried the bytes
+# (expect_accelerated) or that the connection stayed plain TCP (expect_fallback).
+#
+# APPS_MODE=plain runs the same scenarios without usmc and checks only the applications' verdicts,
+# which keeps the scenarios themselves honest independently of the library.
+# Exit status of a scenario: 0 pass, 1 fail, 77 skipped.
+
+set -euo pipefail
+
+APPS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$APPS_DIR/../.." && pwd)
+USMC_BUILD=${USMC_BUILD:-build}
+case $USMC_BUILD in /*) ;; *) USMC_BUILD=$ROOT/$USMC_BUILD ;; esac
+USMC=$USMC_BUILD/bin/usmc
+APPS_MODE=${APPS_MODE:-usmc}
+SKIP_STATUS=77
+# A client that outlives this is hung, not slow: every client here transfers for a few seconds.
+CLIENT_TIMEOUT=${APPS_CLIENT_TIMEOUT:-120}
+
+# Server and client on different cores, so a busy-polling peer can never starve the other.
+if [ "$(nproc)" -ge 2 ]; then
+    SERVER_CPU=0 CLIENT_CPU=1
+else
+    SERVER_CPU=0 CLIENT_CPU=0
+fi
+
+declare -A _server_pid=() _server_log=()
+_netns=()
+_ports=()
+
+log() { printf '%s\n' "$*"; }
+# On stderr, so that a failure inside a command substitution is still reported.
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+skip() { printf 'SKIP: %s\n' "$*" >&2; exit "$SKIP_STATUS"; }
+accelerating() { [ "$APPS_MODE" = usmc ]; }
+
+_cleanup() {
+    local rc=$? name
+    trap - EXIT
+    for name in "${!_server_pid[@]}"; do
+        kill -TERM "${_server_pid[$name]}" 2>/dev/null || true
+    done
+    for name in "${!_server_pid[@]}"; do
+        _reap "${_server_pid[$name]}"
+    done
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne "$SKIP_STATUS" ]; then
+        for name in "${!_server_log[@]}"; do
+            log "--- last lines of server $name (${_server_log[$name]##*/})"
+            tail -n 15 "${_server_log[$name]}" 2>/dev/null || true
+        done
+        if accelerating && [ -x "$USMC" ] && [ -d "${RD:-}" ]; then
+            log "--- usmc stats"
+            "$USMC" stats --rundir "$RD" 2>&1 || true
+        fi
+    fi
+    # Deleting a namespace also deletes the veth ends inside it.
+    for name in "${_netns[@]}"; do
+        ip netns del "$name" 2>/dev/null || true
+    done
+    rm -rf "${WORK:?}"
+    exit "$rc"
+}
+
+# Waits for a process to exit, forcing it after a grace period so cleanup never hangs.
+_reap() {
+    local pid=$1
+    for _ in $(seq 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# app_begin NAME: fresh work directory and private rundir, cleanup on every way out.
+app_begin() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/usmc-app-$1.XXXXXX")
+    RD=$WORK/rundir
+    mkdir -m 700 "$RD"
+    trap _cleanup EXIT
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
+    if accelerating && [ ! -x "$USMC" ]; then
+        fail "$USMC is not built"
+    fi
+    log "scenario $1: mode $APPS_MODE, work dir $WORK"
+}
+
+need() {
+    local tool
+    for tool; do
+        command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/install-deps.sh)"
+    done
+}
+
+# pick_port: prints a TCP port that nothing uses, below the kernel's ephemeral range so no client
+# connection can take it meanwhile, and distinct from the ports this scenario already took.
+pick_port() {
+    local port ephemeral
+    read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range
+    while :; do
+        port=$((10000 + RANDOM % (ephemeral - 10000)))
+        case " ${_ports[*]} " in *" $port "*) continue ;; esac
+        if [ -z "$(ss -Htan "( sport = :$port )")" ]; then
+            _ports+=("$port")
+            echo "$port"
+            return
+        fi
+    done
+}
+
+# Servers and clients run in the network namespace named by NETNS when it is set, e.g.
+#   NETNS=left serve ...
+
+# _launcher MODE CPU: sets _cmd to the command prefix that runs a program in $NETNS, pinned to
+# CPU, under usmc when MODE is acc (and the suite is not in plain mode).
+_launcher() {
+    _cmd=()
+    if [ -n "${NETNS-}" ]; then
+        _cmd+=(ip netns exec "$NETNS")
+    fi
+    case $1 in
+        acc | plain) ;;
+        *) fail "launch mode must be acc or plain, not '$1'" ;;
+    esac
+    _cmd+=(taskset -c "$2")
+    if [ "$1" = acc ] && accelerating; then
+        _cmd+=("$USMC" run --rundir "$RD" --)
+    fi
+}
+
+_in_netns() {
+    if [ -n "${NETNS-}" ]; then
+        ip netns exec "$NETNS" "$@"
+    else
+        "$@"
+    fi
+}
+
+# serve NAME PORT MODE CMD...: starts a server in the background (its output in $WORK/NAME.log)
+# and returns once it listens on PORT.
+serve() {
+    local name=$1 port=$2
+    _launcher "$3" "$SERVER_CPU"
+    shift 3
+    _server_log[$name]=$WORK/$name.log
+    # Every launcher stage execs the next, so $! is the server process itself.
+    "${_cmd[@]}" "$@" >"${_server_log[$name]}" 2>&1 &
+    _server_pid[$name]=$!
+    for _ in $(seq 200); do
+        kill -0 "${_server_pid[$name]}" 2>/dev/null || fail "server $name exited before listening"
+        if [ -n "$(_in_netns ss -Htln "( sport = :$port )")" ]; then
+            log "server $name listening on port $port (pid ${_server_pid[$name]})"
+            return
+        fi
+        sleep 0.1
+    done
+    fail "server $name does not listen on port $port"
+}
+
+# stop NAME: terminates a server and waits for it, so its statistics are final.
+stop() {
+    local pid=${_server_pid[$1]:?unknown server $1}
+    kill -TERM "$pid" 2>/dev/null || true
+    _reap "$pid"
+    unset "_server_pid[$1]"
+}
+
+# server_done NAME: waits for a server that exits by itself and returns its exit status.
+server_done() {
+    local pid=${_server_pid[$1]:?unknown server $1} rc=0
+    for _ in $(seq $((CLIENT_TIMEOUT * 10))); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        fail "server $1 did not exit"
+    fi
+    wait "$pid" || rc=$?
+    unset "_server_pid[$1]"
+    return "$rc"
+}
+
+# client MODE CMD...: runs a client in the foreground, bounded by CLIENT_TIMEOUT. The client
+# stays in the scenario's process group, so a runner that times the scenario out stops it too.
+client() {
+    _launcher "$1" "$CLIENT_CPU"
+    shift
+    timeout --foreground -k 5 "$CLIENT_TIMEOUT" "${_cmd[@]}" "$@"
+}
+
+random_file() {
+    head -c "$2" /dev/urandom >"$1"
+}
+
+# binary_file PATH SIZE: every byte value once (NUL, CR, LF...), then random bytes up to SIZE.
+binary_file() {
+    local escapes
+    escapes=$(printf '\\0%03o' $(seq 0 255))
+    {
+        printf '%b' "$escapes"
+        head -c $(($2 - 256)) /dev/urandom
+    } >"$1"
+}
+
+sha256() {
+    sha256sum <"$1" | cut -d' ' -f1
+}
+
+same_content() {
+    local want got
+    want=$(sha256 "$1") got=$(sha256 "$2")
+    [ "$want" = "$got" ] || fail "$2 differs from $1 (sha256 $got, expected $want)"
+    log "$2: sha256 matches ($(stat -c %s "$2") bytes)"
+}
+
+stats() {
+    "$USMC" stats --rundir "$RD" || fail "usmc stats --rundir $RD failed"
+}
+
+stat_value() {
+    local value
+    value=$(stats | awk -v name="$1" '$1 == name { v = $2 } END { print (v == "" ? 0 : v) }')
+    [[ $value =~ ^[0-9]+$ ]] || fail "usmc stats: $1 is '$value'"
+    echo "$value"
+}
+
+# expect_accelerated BYTES: shared memory carried at least BYTES in the scenario's rundir.
+# The last receiver may still be draining its ring when its peer has finished, so the byte
+# counters get a bounded time to reach BYTES before the verdict.
+expect_accelerated() {
+    local want=$1 sent recv conns
+    accelerating || { log "plain mode: acceleration not checked"; return 0; }
+    for _ in $(seq 100); do
+        recv=$(stat_value bytes_recv_shm)
+        [ "$recv" -ge "$want" ] && break
+        sleep 0.1
+    done
+    conns=$(stat_value conn_accelerated)
+    sent=$(stat_value bytes_sent_shm)
+    log "stats: conn_accelerated=$conns bytes_sent_shm=$sent bytes_recv_shm=$recv (expected >= $want)"
+    [ "$conns" -gt 0 ] || fail "no connection was accelerated"
+    [ "$sent" -ge "$want" ] || fail "bytes_sent_shm $sent < $want"
+    [ "$recv" -ge "$want" ] || fail "bytes_recv_shm $recv < $want"
+}
+
+# expect_fallback: every connection in the scenario's rundir stayed plain TCP, with a reason.
+expect_fallback() {
+    local conns fallbacks reasons
+    accelerating || { log "plain mode: fallback not checked"; return 0; }
+    conns=$(stat_value conn_accelerated)
+    fallbacks=$(stat_value conn_fallback)
+    reasons=$(stats | awk '$1 ~ /^fallback_/ && $2 > 0 { printf "%s=%s ", $1, $2 }')
+    log "stats: conn_accelerated=$conns conn_fallback=$fallbacks reasons: ${reasons:-none}"
+    [ "$conns" -eq 0 ] || fail "$conns connection(s) accelerated, expected plain TCP"
+    [ "$fallbacks" -gt 0 ] || fail "no fallback counted"
+    [ -n "$reasons" ] || fail "no fallback reason counted"
+}
+
+# fresh_rundir: a new trust domain with zeroed counters, for the next phase of a scenario.
+fresh_rundir() {
+    RD=$(mktemp -d "$WORK/rundir.XXXXXX")
+}
+
+# new_netns NAME: creates a namespace with loopback up, deleted again on exit.
+new_netns() {
+    ip netns add "$1" || skip "cannot create network namespaces (needs root)"
+    _netns+=("$1")
+    ip -n "$1" link set lo up
+}
+
+# veth NS_A DEV_A ADDR_A NS_B DEV_B ADDR_B: joins two namespaces with a veth pair whose ends are
+# named DEV_A in NS_A and DEV_B in NS_B, with addresses as a.b.c.d/len.
+veth() {
+    ip link add "$2" netns "$1" type veth peer name "$5" netns "$4"
+    ip -n "$1" addr add "$3" dev "$2"
+    ip -n "$1" link set "$2" up
+    ip -n "$4" addr add "$6" dev "$5"
+    ip -n "$4" link set "$5" up
+}
+
+# start_nginx NAME ADDR PORT MODE: one nginx worker in the foreground, its prefix, config
+# and logs under $WORK/NAME, serving $WORK/NAME/www.
+start_nginx() {
+    local prefix=$WORK/$1
+    mkdir -p "$prefix/www" "$prefix/tmp"
+    cat >"$prefix/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $prefix/nginx.pid;
+error_log $prefix/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    client_body_temp_path $prefix/tmp/body;
+    proxy_temp_path $prefix/tmp/proxy;
+    fastcgi_temp_path $prefix/tmp/fastcgi;
+    uwsgi_temp_path $prefix/tmp/uwsgi;
+    scgi_temp_path $prefix/tmp/scgi;
+    server {
+        listen $2:$3;
+        root $prefix/www;
+    }
+}
+CONF
+    serve "$1" "$3" "$4" nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log"
+}
+
+# nginx_clean NAME: nginx logged nothing worse than an error while it ran.
+nginx_clean() {
+    if grep -E '\[(alert|crit|emerg)\]' "$WORK/$1/error.log"; then
+        fail "nginx $1 logged serious errors"
+    fi
+}
+
+# download MODE URL FILE: curl's verdict (HTTP success) and a byte-exact copy of FILE.
+download() {
+    local out=$WORK/download.$RANDOM
+    client "$1" curl -sS --fail -o "$out" "$2" || fail "curl $2 failed"
+    same_content "$3" "$out"
+    rm -f "$out"
+}
+
+# start_redis NAME ADDR PORT MODE: a redis-server without persistence. Protected mode would
+# refuse clients in another namespace; only namespaces of this scenario can reach ADDR.
+start_redis() {
+    serve "$1" "$3" "$4" redis-server --port "$3" --bind "$2" --save '' \
+        --appendonly no --protected-mode no --dir "$WORK" --daemonize no
+}
+
+# redis_roundtrip MODE ADDR PORT KEY SIZE: a binary value SET from a file and read back raw must
+# come back byte-exact. redis-cli appends a newline to a raw reply, which is dropped before
+# comparing.
+redis_roundtrip() {
+    local value back reply
+    value=$WORK/$4.in back=$WORK/$4.out
+    binary_file "$value" "$5"
+    reply=$(client "$1" redis-cli -h "$2" -p "$3" -x SET "$4" <"$value" 2>&1) ||
+        fail "SET $4 failed: $reply"
+    [ "$reply" = OK ] || fail "SET $4 replied '$reply'"
+    client "$1" redis-cli -h "$2" -p "$3" --raw GET "$4" | head -c -1 >"$back" ||
+        fail "GET $4 failed"
+    same_content "$value" "$back"
+}

@@ -1,0 +1,154 @@
+/* Scaffolding shared by the differential conformance programs.
+ *
+ * Each program prints only what is the same on every run of plain TCP (return values, errno
+ * names, readiness masks, byte totals) so that its stdout can be compared with a run under
+ * usmc. A peer process runs in a child whose stdout goes through a pipe; the parent prints it,
+ * prefixed, when it reaps the child, so output never interleaves by scheduling.
+ */
+#ifndef CONFORMANCE_COMMON_H
+#define CONFORMANCE_COMMON_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+/* Every program starts here: a watchdog alarm so nothing hangs, line-buffered stdout. */
+void cf_start(void);
+
+/* Failure of a program's own expectation: printed on stdout (so it shows in the diff) and
+ * the process exits 1. */
+_Noreturn void cf_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define FAIL(...) cf_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define CHECK(cond)                                  \
+    do {                                             \
+        if (!(cond))                                 \
+            FAIL("check failed: %s", #cond);         \
+    } while (0)
+
+/* "EAGAIN", "ECONNRESET", ... */
+const char *cf_errname(int err);
+
+/* Prints "label: R" or "label: -1 ENAME" and returns R. Macros so errno is read right after
+ * the call. */
+long cf_report(const char *label, long r, int err);
+#define SHOW(label, expr) ({ long r_ = (long)(expr); cf_report((label), r_, errno); })
+/* SHOW, then insist on the result TCP gives. */
+#define EXPECT_RET(label, expr, want)                                                 \
+    ({                                                                                \
+        long r2_ = SHOW(label, expr);                                                 \
+        if (r2_ != (long)(want))                                                      \
+            FAIL("%s: expected %ld", (label), (long)(want));                          \
+        r2_;                                                                          \
+    })
+#define EXPECT_ERR(label, expr, want_errno)                                           \
+    do {                                                                              \
+        long r3_ = (long)(expr);                                                      \
+        int e3_ = errno;                                                              \
+        cf_report((label), r3_, e3_);                                                 \
+        if (r3_ != -1 || e3_ != (want_errno))                                         \
+            FAIL("%s: expected -1 %s", (label), cf_errname(want_errno));              \
+    } while (0)
+
+/* Loopback endpoints: 127.0.0.1 for AF_INET, ::1 for AF_INET6. */
+void cf_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
+int cf_listen(int family);
+uint16_t cf_port(int fd);
+int cf_connect(int family, uint16_t port);
+int cf_accept(int lfd);
+
+/* The peer process. cf_spawn forks fn(arg) in a child (which dies with its parent);
+ * cf_join reaps it, prints its output as "peer: ..." lines, and fails unless it exited 0.
+ * One peer at a time. */
+void cf_spawn(void (*fn)(void *), void *arg);
+void cf_join(void);
+pid_t cf_peer_pid(void);
+
+/* A further local process (a worker sharing a socket): like the peer it gets the watchdog and
+ * dies with its parent, but keeps stdout. cf_wait_child returns its exit status, or 128 plus
+ * the signal that killed it. */
+pid_t cf_fork(void);
+int cf_wait_child(pid_t pid);
+
+/* Lock-step between the two processes: post wakes the other side's wait. */
+void cf_post(void);
+void cf_wait(void);
+void cf_post_u64(uint64_t v);
+uint64_t cf_wait_u64(void);
+
+/* Waits until the thread tid of process pid sleeps in the kernel, so that a signal or a
+ * wake-up sent next finds it blocked. */
+void cf_wait_sleeping(pid_t pid, pid_t tid);
+
+/* Sends SIGUSR1 to the parent once it is blocked, and waits until its handler ran (the
+ * handler calls cf_post). For the peer process of the EINTR programs. */
+void cf_interrupt_parent(void);
+
+/* Checked I/O: any error ends the program. */
+void cf_write_all(int fd, const void *buf, size_t n);
+size_t cf_read_full(int fd, void *buf, size_t n); /* stops early only at EOF */
+void cf_read_exact(int fd, void *buf, size_t n);
+void cf_set_nonblock(int fd, bool on);
+void cf_ignore_sigpipe(void);
+void cf_on_signal(int sig, void (*handler)(int), int flags);
+
+/* A deterministic, non-repeating byte stream: byte at stream offset off for a given seed. */
+void cf_fill(void *buf, size_t n, uint64_t off, unsigned seed);
+bool cf_verify(const void *buf, size_t n, uint64_t off, unsigned seed);
+/* Writes total bytes of the stream in writes of at most chunk bytes. */
+void cf_send_pattern(int fd, uint64_t total, size_t chunk, unsigned seed);
+/* Reads to EOF in reads of at most chunk bytes, verifying; returns the byte count. */
+uint64_t cf_recv_pattern(int fd, size_t chunk, unsigned seed);
+/* Reads exactly total bytes, verifying. */
+void cf_recv_pattern_n(int fd, uint64_t total, size_t chunk, unsigned seed);
+
+/* Sends one byte at a time with send(flags) until it fails (at most tries times) on a
+ * connection whose peer has closed; returns the errno of that failure, 0 if none. */
+int cf_send_until_error(int fd, int flags, int tries);
+
+/* Readiness masks as names, e.g. "POLLIN|POLLRDHUP"; "0" when empty. */
+const char *cf_poll_str(int revents);
+const char *cf_epoll_str(uint32_t events);
+
+/* Waits on ep (timeout in ms) and prints "label: N" and each event as "tag MASK", events
+ * sorted by their data.u64 tag; returns N. */
+int cf_epoll_report(const char *label, int ep, int timeout);
+/* epoll_ctl with data.u64 = tag; failure ends the program. */
+void cf_epoll_ctl(int ep, int op, int fd, uint32_t events, uint64_t tag);
+
+/* Nonblocking writes of the pattern from stream offset off until the socket stays full (EAGAIN
+ * and no POLLOUT); returns the new offset. Leaves fd nonblocking. */
+uint64_t cf_fill_until_full(int fd, uint64_t off, unsigned seed);
+
+/* The readiness programs over many connections (n <= 255). The peer connects n times, writes
+ * each connection's index as one byte on every third one (index % 3 == 0) and posts; after
+ * the parent's post it writes the index on all the others; then it expects index + 1 back on
+ * every connection. The parent, once it has read the bytes of the ready connections into
+ * idx[] (-1 for those not read), calls cf_fanout_answer to do the rest. */
+void cf_fanout_peer(uint16_t port, int n);
+void cf_fanout_answer(const int *fds, int *idx, int n);
+
+/* Raises RLIMIT_NOFILE to at least n. */
+void cf_raise_nofile(rlim_t n);
+
+#endif

@@ -1,0 +1,38 @@
+/* The client writes 1 MiB right after connect() while the server accepts only 2 seconds
+ * later: every byte arrives, in order, and the reply reaches the client.
+ * usmc-expect: accelerated data */
+#include "common.h"
+
+#include <time.h>
+
+#define TOTAL (1u << 20)
+
+static void client(void *arg)
+{
+    char buf[8];
+    int fd = cf_connect(AF_INET, *(uint16_t *)arg);
+    cf_send_pattern(fd, TOTAL, 1 << 16, 47);
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    size_t n = cf_read_full(fd, buf, sizeof buf);
+    printf("client got %.*s\n", (int)n, buf);
+    CHECK(n == 2 && memcmp(buf, "ok", 2) == 0);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct timespec late = {2, 0};
+    cf_start();
+    int l = cf_listen(AF_INET);
+    uint16_t port = cf_port(l);
+    cf_spawn(client, &port);
+    nanosleep(&late, NULL);
+    int s = cf_accept(l);
+    uint64_t n = cf_recv_pattern(s, 1 << 16, 47);
+    printf("server received %llu\n", (unsigned long long)n);
+    CHECK(n == TOTAL);
+    cf_write_all(s, "ok", 2);
+    close(s);
+    cf_join();
+    return 0;
+}

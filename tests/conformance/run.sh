@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Differential conformance: every program here runs once on plain TCP and once under
+# `usmc run`; stdout and exit status must be identical, and the accelerated run must show in
+# `usmc stats` that shared memory carried the connection (and the bytes, when the program's
+# `usmc-expect:` header says `data`).
+#
+# usage: run.sh [--plain-only] [NAME...]
+#   --plain-only  only check that each program succeeds on plain TCP
+#   NAME          run only these programs (file names with or without .c)
+# USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build); programs are
+#                 compiled into DIR/tests/conformance.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root" || exit 1
+build=${USMC_BUILD:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+out=$build/tests/conformance
+usmc=$build/bin/usmc
+cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread)
+
+plain_only=0
+names=()
+for arg; do
+    case $arg in
+    --plain-only) plain_only=1 ;;
+    -h | --help)
+        sed -n '2,11s/^# \{0,1\}//p' "$0"
+        exit 0
+        ;;
+    -*)
+        echo "run.sh: unknown option $arg" >&2
+        exit 2
+        ;;
+    *)
+        arg=${arg##*/}
+        names+=("${arg%.c}")
+        ;;
+    esac
+done
+if [ ${#names[@]} -eq 0 ]; then
+    for src in "$here"/*.c; do
+        name=${src##*/}
+        name=${name%.c}
+        [ "$name" = common ] || names+=("$name")
+    done
+fi
+
+mkdir -p "$out" || exit 1
+passed=0 failed=0
+
+pass() {
+    echo "PASS $1"
+    passed=$((passed + 1))
+}
+
+# fail NAME REASON [FILE...]: the files' contents follow the reason, indented.
+fail() {
+    local name=$1 reason=$2 f
+    shift 2
+    echo "FAIL $name: $reason"
+    for f; do
+        [ -s "$f" ] && sed 's/^/    /' "$f" | head -n 60
+    done
+    failed=$((failed + 1))
+}
+
+# The shared object is built once; a program is rebuilt when it or the scaffolding changed.
+common_obj=$out/common.o
+if [ ! -e "$common_obj" ] || [ "$here/common.c" -nt "$common_obj" ] ||
+    [ "$here/common.h" -nt "$common_obj" ]; then
+    if ! cc "${cflags[@]}" -c "$here/common.c" -o "$common_obj"; then
+        echo "run.sh: common.c does not compile"
+        echo "0 passed, ${#names[@]} failed"
+        exit 1
+    fi
+fi
+
+compile() {
+    local name=$1 bin=$out/$1
+    if [ -e "$bin" ] && [ "$bin" -nt "$here/$name.c" ] && [ "$bin" -nt "$common_obj" ]; then
+        return 0
+    fi
+    cc "${cflags[@]}" -I"$here" "$here/$name.c" "$common_obj" -o "$bin" >"$out/$name.cc" 2>&1
+}
+
+stat_value() {
+    awk -v k="$1" '$1 == k { print $2; found = 1 } END { if (!found) print 0 }' "$2"
+}
+
+run_one() {
+    local name=$1 src=$here/$1.c bin=$out/$1 expect rundir rc_plain rc_usmc acc recv sent
+    local plain=$out/$name.plain usmcout=$out/$name.usmc stats=$out/$name.stats
+    if [ ! -e "$src" ]; then
+        fail "$name" "no such program $src"
+        return
+    fi
+    expect=$(sed -n 's/.*usmc-expect: *\([a-z][a-z ]*[a-z]\).*/\1/p' "$src" | head -n 1)
+    case $expect in
+    "accelerated data" | accelerated | none) ;;
+    *)
+        fail "$name" "missing or unknown usmc-expect header: '$expect'"
+        return
+        ;;
+    esac
+    if ! compile "$name"; then
+        fail "$name" "does not compile" "$out/$name.cc"
+        return
+    fi
+
+    timeout 60 "$bin" >"$plain" 2>"$plain.err"
+    rc_plain=$?
+    if [ $rc_plain -ne 0 ]; then
+        fail "$name" "plain TCP run exited $rc_plain" "$plain" "$plain.err"
+        return
+    fi
+    if [ $plain_only -eq 1 ]; then
+        pass "$name"
+        return
+    fi
+
+    if [ ! -x "$usmc" ]; then
+        fail "$name" "$usmc is missing"
+        return
+    fi
+    rundir=$(mktemp -d "${TMPDIR:-/tmp}/usmc-conformance.XXXXXX") || exit 1
+    timeout 60 "$usmc" run --rundir "$rundir" -- "$bin" >"$usmcout" 2>"$usmcout.err"
+    rc_usmc=$?
+    "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
+    rm -rf "$rundir"
+
+    echo "exit $rc_plain" >>"$plain"
+    echo "exit $rc_usmc" >>"$usmcout"
+    if ! diff -u --label plain --label usmc "$plain" "$usmcout" >"$out/$name.diff"; then
+        fail "$name" "output differs" "$out/$name.diff" "$usmcout.err"
+        return
+    fi
+    acc=$(stat_value conn_accelerated "$stats")
+    sent=$(stat_value bytes_sent_shm "$stats")
+    recv=$(stat_value bytes_recv_shm "$stats")
+    case $expect in
+    none)
+        if [ "$acc" -ne 0 ]; then
+            fail "$name" "expected no accelerated connection, stats say conn_accelerated $acc" "$stats"
+            return
+        fi
+        ;;
+    *)
+        if [ "$acc" -le 0 ]; then
+            fail "$name" "not accelerated: conn_accelerated $acc" "$stats" "$usmcout.err"
+            return
+        fi
+        if [ "$expect" = "accelerated data" ] && { [ "$sent" -le 0 ] || [ "$recv" -le 0 ]; }; then
+            fail "$name" "bytes did not go through shared memory: bytes_sent_shm $sent, bytes_recv_shm $recv" "$stats"
+            return
+        fi
+        ;;
+    esac
+    pass "$name"
+}
+
+for name in "${names[@]}"; do
+    run_one "$name"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,129 @@
+/* link: src/core/clc.c */
+/* clc_decode on arbitrary bytes. The first byte picks how many descriptors came
+ * with the datagram (-1..4), the rest is the datagram. Besides memory safety, the
+ * verdict must agree with the rules of clc.h and segment.h restated here
+ * independently, and an accepted message must be copied out unchanged. */
+#include "clc.h"
+#include "fuzz.h"
+#include "segment.h"
+
+#include <string.h>
+
+#define PAGE 4096u
+#define NFDS_CHOICES 6
+
+static int nfds_of(uint8_t b)
+{
+	return b % NFDS_CHOICES - 1;
+}
+
+static int ring_size_ok(uint64_t v)
+{
+	return v >= CLC_RING_MIN && v <= CLC_RING_MAX && __builtin_popcountll(v) == 1;
+}
+
+static int proposal_ok(const struct clc_proposal *p, int nfds)
+{
+	int new_arena = (p->flags & CLC_F_NEW_ARENA) != 0;
+
+	if (p->flags & ~CLC_F_NEW_ARENA)
+		return 0;
+	if (nfds != (new_arena ? CLC_FD_MAX : CLC_FD_MAX - 1))
+		return 0;
+	if (new_arena && (p->arena_size == 0 || p->arena_size % PAGE ||
+			  p->arena_size > CLC_ARENA_MAX))
+		return 0;
+	if (!ring_size_ok(p->ring_size[0]) || !ring_size_ok(p->ring_size[1]))
+		return 0;
+	return p->seg_off % PAGE == 0 && p->seg_size >= seg_bytes(p->ring_size) &&
+	       (unsigned __int128)p->seg_off + p->seg_size <= CLC_ARENA_MAX;
+}
+
+static int message_ok(const unsigned char *b, size_t len, int nfds)
+{
+	struct clc_hdr h;
+	size_t want;
+
+	if (len < sizeof(h))
+		return 0;
+	memcpy(&h, b, sizeof(h));
+	switch (h.type) {
+	case CLC_PROPOSAL: want = sizeof(struct clc_proposal); break;
+	case CLC_WITHDRAW: want = sizeof(struct clc_withdraw); break;
+	case CLC_DECLINE: want = sizeof(struct clc_decline); break;
+	default: return 0;
+	}
+	if (h.eyecatcher != CLC_EYECATCHER || h.version != CLC_VERSION || h.length != want ||
+	    len != want)
+		return 0;
+	if (h.type == CLC_PROPOSAL) {
+		struct clc_proposal p;
+
+		memcpy(&p, b, sizeof(p));
+		return proposal_ok(&p, nfds);
+	}
+	return nfds == 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	union clc_msg out[2];
+	unsigned char *buf;
+	size_t len;
+	int nfds, rc;
+
+	if (size == 0)
+		return 0;
+	nfds = nfds_of(data[0]);
+	len = size - 1;
+	/* An exact-size copy: any read past the datagram hits the allocator's redzone. */
+	buf = malloc(len);
+	if (!buf && len)
+		abort();
+	if (len)
+		memcpy(buf, data + 1, len);
+	memset(&out[0], 0x00, sizeof(out[0]));
+	memset(&out[1], 0xff, sizeof(out[1]));
+
+	rc = clc_decode(buf, len, nfds, &out[0]);
+	FUZZ_ASSERT(clc_decode(buf, len, nfds, &out[1]) == rc);
+	FUZZ_ASSERT(rc <= CLC_OK && rc >= CLC_EFDS);
+	FUZZ_ASSERT(strcmp(clc_strerror(rc), clc_strerror(1)) != 0);
+	FUZZ_ASSERT((rc == CLC_OK) == message_ok(buf, len, nfds));
+	if (rc == CLC_OK) {
+		FUZZ_ASSERT(memcmp(&out[0], buf, len) == 0);
+		FUZZ_ASSERT(memcmp(&out[1], buf, len) == 0);
+	}
+	free(buf);
+	return 0;
+}
+
+static void emit_msg(fuzz_emit_fn *emit, int nfds, const void *msg, size_t len)
+{
+	unsigned char b[1 + sizeof(union clc_msg)];
+
+	b[0] = (unsigned char)(nfds + 1);
+	memcpy(b + 1, msg, len);
+	emit(b, 1 + len);
+}
+
+void fuzz_seeds(fuzz_emit_fn *emit)
+{
+	struct clc_proposal p;
+	struct clc_withdraw w;
+	struct clc_decline d;
+
+	clc_proposal_init(&p);
+	p.ring_size[0] = p.ring_size[1] = 65536;
+	p.seg_off = 16 * PAGE;
+	p.seg_size = seg_bytes(p.ring_size);
+	emit_msg(emit, clc_proposal_nfds(p.flags), &p, sizeof(p));
+	p.flags = CLC_F_NEW_ARENA;
+	p.arena_size = 1u << 24;
+	emit_msg(emit, clc_proposal_nfds(p.flags), &p, sizeof(p));
+	clc_withdraw_init(&w, 5);
+	emit_msg(emit, 0, &w, sizeof(w));
+	clc_decline_init(&d, 5, 0x03010000u);
+	emit_msg(emit, 0, &d, sizeof(d));
+	emit_msg(emit, 0, &d, sizeof(d.hdr));
+}

@@ -1,0 +1,308 @@
+/* link: src/core/ring.c */
+/* An honest producer and an honest consumer share one ring whose shared words the
+ * input overwrites between their operations, as a hostile peer may at any moment.
+ * Each end must keep every access inside the ring and the caller's buffers (the
+ * ring, the control block and every buffer are separate heap blocks of exact
+ * size), accept a peer cursor exactly when ring.h's rules allow it and never adopt
+ * a rejected one, and, as long as it accepted no forged cursor, deliver the
+ * producer's bytes unchanged.
+ *
+ * Input: ring size exponent, capacity reduction (2 bytes), then operations of one
+ * byte each with fixed-length arguments; bytes past the end read as zero. */
+#include "fuzz.h"
+#include "ring.h"
+
+#include <string.h>
+
+#define PIECES 4          /* iovecs per copy; the last takes the rest */
+#define SKIP_MAX 4
+#define JUNK_IN 0xee      /* iovec bytes the producer skips */
+#define JUNK_OUT 0x5a     /* iovec bytes the consumer must leave alone */
+
+enum op {
+	OP_PRODUCE,       /* len:2 skip:1 pieces:3 */
+	OP_CONSUME,       /* skip:2 len:2 iov_skip:1 pieces:3 consume:2 */
+	OP_FORGE_PROD,    /* value:8 */
+	OP_NUDGE_PROD,    /* delta:2, from the consumer's cursor */
+	OP_FORGE_CONS,    /* value:8 */
+	OP_NUDGE_CONS,    /* delta:2, from the producer's cursor */
+	OP_SCRIBBLE,      /* which:1 value:4 on a wait or flags word */
+	OP_WAIT,          /* what:1 */
+	OP_COUNT
+};
+
+struct input {
+	const uint8_t *p;
+	size_t left;
+};
+
+static uint64_t take(struct input *in, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		if (in->left) {
+			v |= (uint64_t)*in->p++ << (8 * i);
+			in->left--;
+		}
+	return v;
+}
+
+struct world {
+	struct ring_shared *sh;
+	unsigned char *data;
+	uint64_t size, cap;
+	struct ring_end prod, cons;
+	int prod_dead, cons_dead;
+	int tainted;      /* an end accepted a lie: the contents prove nothing any more */
+};
+
+static unsigned char stream_byte(uint64_t k)
+{
+	return (unsigned char)(k * 131 + (k >> 9));
+}
+
+/* Separate exact-size blocks covering total bytes; piece lengths from the input. */
+static int pieces_alloc(struct iovec *iov, struct input *in, size_t total)
+{
+	int n;
+
+	for (n = 0; n < PIECES; n++) {
+		size_t l = n == PIECES - 1 ? total : (size_t)take(in, 1) % (total + 1);
+
+		iov[n].iov_base = malloc(l);
+		iov[n].iov_len = l;
+		if (!iov[n].iov_base && l)
+			abort();
+		total -= l;
+	}
+	return n;
+}
+
+static void pieces_free(struct iovec *iov, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(iov[i].iov_base);
+}
+
+static unsigned char *piece_byte(struct iovec *iov, size_t k)
+{
+	for (;; iov++) {
+		if (k < iov->iov_len)
+			return (unsigned char *)iov->iov_base + k;
+		k -= iov->iov_len;
+	}
+}
+
+static void op_produce(struct world *w, struct input *in)
+{
+	uint64_t cons = atomic_load(&w->sh->cons), pos = w->prod.pos, peer = w->prod.peer, space;
+	int legal = cons >= peer && cons <= pos && pos - cons <= w->cap;
+	size_t len, skip;
+	struct iovec iov[PIECES];
+	int n;
+
+	FUZZ_ASSERT(ring_space(&w->prod, &space) == (legal ? RING_OK : RING_CORRUPT));
+	if (!legal) {
+		FUZZ_ASSERT(w->prod.peer == peer);
+		w->prod_dead = 1;
+		return;
+	}
+	FUZZ_ASSERT(space == w->cap - (pos - cons));
+	FUZZ_ASSERT(w->prod.peer == cons);
+	if (cons > w->cons.pos)
+		w->tainted = 1; /* unread bytes may be overwritten */
+	len = (size_t)take(in, 2) % (space + 1);
+	skip = (size_t)take(in, 1) % SKIP_MAX;
+	n = pieces_alloc(iov, in, skip + len);
+	for (size_t k = 0; k < skip + len; k++)
+		*piece_byte(iov, k) = k < skip ? JUNK_IN : stream_byte(pos + k - skip);
+	ring_produce(&w->prod, iov, n, skip, len);
+	FUZZ_ASSERT(w->prod.pos == pos + len);
+	FUZZ_ASSERT(atomic_load(&w->sh->prod) == pos + len);
+	pieces_free(iov, n);
+}
+
+static void op_consume(struct world *w, struct input *in)
+{
+	uint64_t prod = atomic_load(&w->sh->prod), pos = w->cons.pos, peer = w->cons.peer, avail;
+	uint64_t published;
+	int legal = prod >= peer && prod - pos <= w->size;
+	size_t skip, len, iov_skip, got, n;
+	struct iovec iov[PIECES];
+	int cnt;
+
+	FUZZ_ASSERT(peer >= pos);
+	FUZZ_ASSERT(ring_avail(&w->cons, &avail) == (legal ? RING_OK : RING_CORRUPT));
+	if (!legal) {
+		FUZZ_ASSERT(w->cons.peer == peer);
+		w->cons_dead = 1;
+		return;
+	}
+	FUZZ_ASSERT(avail == prod - pos);
+	FUZZ_ASSERT(w->cons.peer == prod);
+	if (prod > w->prod.pos)
+		w->tainted = 1; /* bytes nobody wrote */
+	skip = (size_t)take(in, 2) % (avail + 1);
+	len = (size_t)take(in, 2) % (avail - skip + 1);
+	iov_skip = (size_t)take(in, 1) % SKIP_MAX;
+	cnt = pieces_alloc(iov, in, iov_skip + len);
+	for (size_t k = 0; k < iov_skip + len; k++)
+		*piece_byte(iov, k) = JUNK_OUT;
+	published = atomic_load(&w->sh->cons);
+	got = ring_peek(&w->cons, skip, iov, cnt, iov_skip, len);
+	FUZZ_ASSERT(got == len);
+	FUZZ_ASSERT(atomic_load(&w->sh->cons) == published); /* peeking consumes nothing */
+	for (size_t k = 0; k < iov_skip; k++)
+		FUZZ_ASSERT(*piece_byte(iov, k) == JUNK_OUT);
+	for (size_t k = 0; k < len && !w->tainted; k++)
+		FUZZ_ASSERT(*piece_byte(iov, iov_skip + k) == stream_byte(pos + skip + k));
+	pieces_free(iov, cnt);
+	n = (size_t)take(in, 2) % (avail + 1);
+	ring_consume(&w->cons, n);
+	FUZZ_ASSERT(w->cons.pos == pos + n);
+	FUZZ_ASSERT(atomic_load(&w->sh->cons) == pos + n);
+}
+
+static void op_scribble(struct world *w, struct input *in)
+{
+	uint8_t which = (uint8_t)take(in, 1);
+	uint32_t v = (uint32_t)take(in, 4);
+	_Atomic uint32_t *words[] = { &w->sh->prod_wait, &w->sh->prod_flags, &w->sh->cons_wait,
+				      &w->sh->cons_flags };
+
+	atomic_store(words[which % 4], v);
+}
+
+/* Either end arms, disarms or checks whether to ring the other's doorbell. */
+static void op_wait(struct world *w, struct input *in)
+{
+	uint8_t what = (uint8_t)take(in, 1);
+	/* The producer waits in prod_wait and rings for cons_wait, and vice versa. */
+	_Atomic uint32_t *word = what & 1 ? &w->sh->prod_wait : &w->sh->cons_wait;
+	uint32_t *last = what & 1 ? &w->cons.last_rung : &w->prod.last_rung;
+	uint32_t g = atomic_load(word), seen = *last;
+	int ring;
+
+	switch ((what >> 1) % 3) {
+	case 0:
+		ring_arm(word);
+		FUZZ_ASSERT(atomic_load(word) & 1);
+		FUZZ_ASSERT(atomic_load(word) != g);
+		break;
+	case 1:
+		ring_disarm(word);
+		FUZZ_ASSERT(atomic_load(word) == (g & 1 ? g + 1 : g));
+		break;
+	default:
+		ring = ring_should_ring(word, last);
+		FUZZ_ASSERT(ring == ((g & 1) && g != seen));
+		FUZZ_ASSERT(*last == (ring ? g : seen));
+		FUZZ_ASSERT(ring_should_ring(word, last) == 0);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct input in = { data, size };
+	struct world w = { 0 };
+
+	w.size = 1ull << (3 + take(&in, 1) % 10);
+	w.cap = w.size - take(&in, 2) % w.size;
+	w.sh = aligned_alloc(RING_CACHELINE, sizeof(*w.sh));
+	w.data = malloc(w.size);
+	if (!w.sh || !w.data)
+		abort();
+	memset(w.sh, 0, sizeof(*w.sh));
+	memset(w.data, 0, w.size);
+	ring_end_init(&w.prod, w.sh, w.data, w.size);
+	ring_end_init(&w.cons, w.sh, w.data, w.size);
+	w.prod.cap = w.cap;
+
+	while (in.left) {
+		switch (take(&in, 1) % OP_COUNT) {
+		case OP_PRODUCE:
+			if (!w.prod_dead)
+				op_produce(&w, &in);
+			break;
+		case OP_CONSUME:
+			if (!w.cons_dead)
+				op_consume(&w, &in);
+			break;
+		case OP_FORGE_PROD:
+			atomic_store(&w.sh->prod, take(&in, 8));
+			break;
+		case OP_NUDGE_PROD:
+			atomic_store(&w.sh->prod, w.cons.pos + (uint64_t)(int64_t)(int16_t)take(&in, 2));
+			break;
+		case OP_FORGE_CONS:
+			atomic_store(&w.sh->cons, take(&in, 8));
+			break;
+		case OP_NUDGE_CONS:
+			atomic_store(&w.sh->cons, w.prod.pos + (uint64_t)(int64_t)(int16_t)take(&in, 2));
+			break;
+		case OP_SCRIBBLE:
+			op_scribble(&w, &in);
+			break;
+		default:
+			op_wait(&w, &in);
+		}
+	}
+	free(w.data);
+	free(w.sh);
+	return 0;
+}
+
+/* Seeds: a small ring driven round its wrap point, then the same with a capacity
+ * below the size and with forged cursors in between. */
+struct seed {
+	uint8_t b[512];
+	size_t n;
+};
+
+static void put(struct seed *s, int bytes, uint64_t v)
+{
+	for (int i = 0; i < bytes && s->n < sizeof(s->b); i++)
+		s->b[s->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_produce(struct seed *s, uint16_t len)
+{
+	put(s, 1, OP_PRODUCE);
+	put(s, 2, len);
+	put(s, 1, 1);
+	put(s, 3, 0x030201);
+}
+
+static void put_consume(struct seed *s, uint16_t len)
+{
+	put(s, 1, OP_CONSUME);
+	put(s, 2, 0);
+	put(s, 2, len);
+	put(s, 1, 2);
+	put(s, 3, 0x010302);
+	put(s, 2, len);
+}
+
+void fuzz_seeds(fuzz_emit_fn *emit)
+{
+	for (int variant = 0; variant < 3; variant++) {
+		struct seed s = { .n = 0 };
+
+		put(&s, 1, 1);                       /* 16-byte ring */
+		put(&s, 2, variant == 1 ? 5 : 0);    /* cap 16 or 11 */
+		for (int i = 0; i < 8; i++) {
+			put_produce(&s, 10);
+			put_consume(&s, 7);
+			put(&s, 1, OP_WAIT);
+			put(&s, 1, (uint64_t)i);
+			if (variant == 2 && i == 4) {
+				put(&s, 1, OP_NUDGE_PROD);
+				put(&s, 2, 17);
+				put(&s, 1, OP_NUDGE_CONS);
+				put(&s, 2, (uint16_t)-3);
+			}
+		}
+		emit(s.b, s.n);
+	}
+}

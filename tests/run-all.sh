@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every test suite that exists and prints the summed `N passed, N failed` as its last line.
+# A suite that exits non-zero without reporting a failure (a crash, a timeout, a missing summary)
+# counts as one more failure.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+# A suite past this is hung; the whole run has to stay well inside CI's limit.
+limit=${SUITE_TIMEOUT:-1200}
+passed=0 failed=0
+
+# run_suite NAME [VAR=VALUE...] COMMAND...: runs a suite's runner, echoing its output.
+run_suite() {
+    local name=$1 out rc summary p f
+    shift
+    printf '\n=== suite %s\n' "$name"
+    out=$(mktemp)
+    timeout -k 10 "$limit" env "$@" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    summary=$(tail -n 1 "$out")
+    rm -f "$out"
+    if [[ $summary =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    else
+        echo "suite $name: its last line is not \`N passed, N failed\`; counted as a failure"
+        p=0 f=1
+    fi
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        [ "$rc" -eq 124 ] && echo "suite $name: timed out after ${limit}s"
+        echo "suite $name: exit status $rc without a reported failure; counted as a failure"
+        f=1
+    fi
+    echo "suite $name: $p passed, $f failed"
+    passed=$((passed + p)) failed=$((failed + f))
+}
+
+for suite in unit conformance apps fuzz; do
+    if [ -e "tests/$suite/run.sh" ]; then
+        run_suite "$suite" bash "tests/$suite/run.sh"
+    fi
+done
+if [ -d build-asan ] && [ -e tests/conformance/run.sh ]; then
+    run_suite conformance-asan USMC_BUILD=build-asan bash tests/conformance/run.sh
+fi
+
+printf '\n%s passed, %s failed\n' "$passed" "$failed"
+[ "$failed" -eq 0 ]

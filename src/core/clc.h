@@ -26,9 +26,9 @@ enum clc_type {
 /* Fds that travel with a PROPOSAL, in this order. */
 enum clc_fd {
 	CLC_FD_TCP = 0,      /* the client's TCP socket: binding proof */
-	CLC_FD_EV_CLIENT,    /* client's doorbell (server rings it) */
-	CLC_FD_EV_SERVER,    /* server's doorbell (client rings it) */
-	CLC_FD_ARENA,        /* only with CLC_F_NEW_ARENA: the arena memfd */
+	CLC_FD_BELLS,        /* four doorbells follow: client data, client space,
+				server data, server space (see conn.h) */
+	CLC_FD_ARENA = CLC_FD_BELLS + 4, /* only with CLC_F_NEW_ARENA: the arena memfd */
 	CLC_FD_MAX
 };
 

@@ -36,7 +36,7 @@ struct usock *usock_new(int family, int nonblock)
 	pthread_mutex_init(&s->tx_lock, NULL);
 	s->family = family;
 	s->nonblock = nonblock;
-	s->ev_self = s->ev_peer = -1;
+	s->bell[0] = s->bell[1] = s->peer_bell[0] = s->peer_bell[1] = -1;
 	return s;
 }
 
@@ -60,10 +60,35 @@ static int mode_of(struct usock *s)
 	return atomic_load_explicit(&s->mode, memory_order_acquire);
 }
 
-static void ring_peer(struct usock *s)
+static void ring_peer(struct usock *s, enum bell b)
 {
-	dev->doorbell_ring(s->ev_peer);
+	dev->doorbell_ring(s->peer_bell[b]);
 	stat_add(STAT_DOORBELLS, 1);
+}
+
+/* Producer side: data was published or the stream ended. */
+static void notify_data(struct usock *s)
+{
+	if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
+		ring_peer(s, BELL_DATA);
+}
+
+/* Consumer side: room was made, or nobody will read any more. */
+static void notify_space(struct usock *s)
+{
+	if (ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung))
+		ring_peer(s, BELL_SPACE);
+}
+
+static void close_bells(struct usock *s)
+{
+	for (int i = 0; i < 2; i++) {
+		if (s->bell[i] >= 0)
+			real.close(s->bell[i]);
+		if (s->peer_bell[i] >= 0)
+			real.close(s->peer_bell[i]);
+		s->bell[i] = s->peer_bell[i] = -1;
+	}
 }
 
 /* The rings as seen from this end: the client produces into ring 0 and consumes
@@ -81,11 +106,7 @@ static void rings_setup(struct usock *s)
 
 static void shm_teardown(struct usock *s)
 {
-	if (s->ev_self >= 0)
-		real.close(s->ev_self);
-	if (s->ev_peer >= 0)
-		real.close(s->ev_peer);
-	s->ev_self = s->ev_peer = -1;
+	close_bells(s);
 	if (s->seg.lgr)
 		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT);
 	memset(&s->seg, 0, sizeof(s->seg));
@@ -122,7 +143,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	char path[4200];
 	enum decline why;
 	struct lgr *g = NULL;
-	int ev[2] = {-1, -1}, r, e;
+	int bells[4] = {-1, -1, -1, -1}, r, e;
 
 	if (mode_of(s) != MODE_NEW) {
 		r = real.connect(fd, addr, len);
@@ -139,12 +160,11 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	if (!g)
 		goto plain;
 	why = DECL_MEMORY;
-	ev[0] = dev->doorbell_create();
-	ev[1] = dev->doorbell_create();
-	if (ev[0] < 0 || ev[1] < 0)
-		goto plain;
+	for (int i = 0; i < 4; i++)
+		if ((bells[i] = dev->doorbell_create()) < 0)
+			goto plain;
 	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
-	e = lgr_propose(g, s, fd, rs, &s->seg, ev);
+	e = lgr_propose(g, s, fd, rs, &s->seg, bells);
 	if (e) {
 		why = e == -EPIPE ? DECL_NO_DEVICE : DECL_MEMORY;
 		goto plain;
@@ -153,8 +173,8 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	g = NULL;
 	rings_setup(s);
 	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
-	s->ev_self = ev[0];
-	s->ev_peer = ev[1];
+	memcpy(s->bell, bells, sizeof(s->bell));
+	memcpy(s->peer_bell, bells + 2, sizeof(s->peer_bell));
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	atomic_store(&s->mode, MODE_PENDING);
 	r = real.connect(fd, addr, len);
@@ -170,10 +190,9 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	errno = e;
 	return r;
 plain:
-	if (ev[0] >= 0)
-		real.close(ev[0]);
-	if (ev[1] >= 0)
-		real.close(ev[1]);
+	for (int i = 0; i < 4; i++)
+		if (bells[i] >= 0)
+			real.close(bells[i]);
 	if (g)
 		lgr_put(g);
 	r = real.connect(fd, addr, len);
@@ -190,21 +209,21 @@ plain:
 
 void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer)
 {
-	int ev[2];
+	int bells[4];
 	uint64_t id;
 	struct seg_loc loc;
 
 	s->server = 1;
 	s->connected = 1;
-	if (lgr_server_match(fd, peer, &loc, ev, &id) != 1) {
+	if (lgr_server_match(fd, peer, &loc, bells, &id) != 1) {
 		atomic_store(&s->mode, MODE_PLAIN);
 		stat_fallback(DECL_NO_PROPOSAL);
 		return;
 	}
 	s->seg = loc;
 	s->conn_id = id;
-	s->ev_self = ev[1];
-	s->ev_peer = ev[0];
+	memcpy(s->bell, bells + 2, sizeof(s->bell));
+	memcpy(s->peer_bell, bells, sizeof(s->peer_bell));
 	uint32_t st = SEG_PENDING;
 	if (loc.hdr->magic != SEG_MAGIC) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
@@ -223,10 +242,8 @@ void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer)
 	atomic_store(&s->mode, MODE_SHM);
 	stat_add(STAT_CONN_ACCEL, 1);
 	/* The client may already sleep for data or for room in its pending window. */
-	int a = ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung);
-	int b = ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung);
-	if (a || b)
-		ring_peer(s);
+	notify_data(s);
+	notify_space(s);
 }
 
 int conn_listen(struct usock *s, int fd, int backlog)
@@ -327,7 +344,8 @@ void conn_pending_check(struct usock *s, int fd)
 	int why = -1, d = atomic_load(&s->declined);
 	if (d)
 		why = d - 1;
-	else if (s->connected && (atomic_load(&s->tcp_event) || tcp_has_something(fd)))
+	else if (s->connected && !s->shut_rd &&
+		 (atomic_load(&s->tcp_event) || tcp_has_something(fd)))
 		why = DECL_PEER_SPOKE_TCP;
 	else if (sys_now_ns() >= s->deadline_ns)
 		why = DECL_TIMEOUT;
@@ -438,6 +456,10 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	if (!conn_accel(s) || !s->connected)
 		return tcp;
 	r = (short)(tcp & (POLLERR | POLLHUP | POLLRDHUP | POLLIN | POLLPRI));
+	/* The peer raises its flag just before its FIN leaves: report the half-close
+	 * as soon as we can see it, like TCP does once the FIN is queued. */
+	if (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) & RING_PF_SHUT_WR)
+		r |= POLLIN | POLLRDHUP;
 	if (r & POLLIN)
 		r |= POLLRDNORM;
 	if (ring_avail(&s->rx, &n) < 0) {
@@ -469,12 +491,15 @@ int conn_arm(struct usock *s, int fd, short events)
 	return shm_ready(s, events) != 0;
 }
 
-void conn_disarm(struct usock *s)
+void conn_disarm(struct usock *s, short events)
 {
+	/* An epoll registration relies on the arm staying in place. */
 	if (!conn_accel(s) || s->regs)
 		return;
-	ring_disarm(&s->rx.sh->cons_wait);
-	ring_disarm(&s->tx.sh->prod_wait);
+	if (events & POLLIN)
+		ring_disarm(&s->rx.sh->cons_wait);
+	if (events & POLLOUT)
+		ring_disarm(&s->tx.sh->prod_wait);
 }
 
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
@@ -482,8 +507,8 @@ void conn_disarm(struct usock *s)
  * re-check, -ETIMEDOUT or -EINTR. */
 static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
 {
-	struct pollfd pf[3];
-	int n = 2;
+	struct pollfd pf[4];
+	int n = 2, nb = 0;
 	struct lgr *g = s->seg.lgr;
 	int pending = mode_of(s) == MODE_PENDING;
 
@@ -498,20 +523,22 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	uint64_t dl = deadline;
 	if (pending && (!dl || s->deadline_ns < dl))
 		dl = s->deadline_ns;
-	pf[0] = (struct pollfd){s->ev_self, POLLIN, 0};
-	pf[1] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
+	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
 	if (!s->connected)
-		pf[1].events |= POLLOUT;
-	if (g && g->ctl >= 0)
-		pf[n++] = (struct pollfd){g->ctl, (short)(pending ? POLLIN : 0), 0};
+		pf[0].events |= POLLOUT;
+	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
+	if (events & POLLIN)
+		pf[n + nb++] = (struct pollfd){s->bell[BELL_DATA], POLLIN, 0};
+	if (events & POLLOUT)
+		pf[n + nb++] = (struct pollfd){s->bell[BELL_SPACE], POLLIN, 0};
 	if (conn_arm(s, fd, events)) {
-		conn_disarm(s);
+		conn_disarm(s, events);
 		return 0;
 	}
 	signal_wait_begin();
-	int r = real.poll(pf, (nfds_t)n, sys_ms_left(dl));
+	int r = real.poll(pf, (nfds_t)(n + nb), sys_ms_left(dl));
 	int e = errno;
-	conn_disarm(s);
+	conn_disarm(s, events);
 	if (r < 0) {
 		if (e == EINTR && !has_timeout && signal_wait_restart())
 			return 0;
@@ -519,16 +546,17 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	}
 	if (r == 0)
 		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
-	if (pf[0].revents)
-		dev->doorbell_clear(s->ev_self);
-	if (pf[1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
+	for (int i = n; i < n + nb; i++)
+		if (pf[i].revents)
+			dev->doorbell_clear(pf[i].fd);
+	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
 		atomic_store(&s->tcp_event, 1);
-	if (!s->connected && (pf[1].revents & POLLOUT))
+	if (!s->connected && (pf[0].revents & POLLOUT))
 		check_connected(s, fd);
-	if (n == 3 && pf[2].revents) {
+	if (pf[1].revents) {
 		if (pending)
 			lgr_client_poll(g);
-		if (pf[2].revents & (POLLHUP | POLLERR))
+		if (pf[1].revents & (POLLHUP | POLLERR))
 			atomic_store(&s->peer_gone, 1);
 	}
 	return 0;
@@ -622,8 +650,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			ring_produce(&s->tx, iov, iovcnt, done, n);
 			done += n;
 			stat_add(STAT_BYTES_SENT, n);
-			if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
-				ring_peer(s);
+			notify_data(s);
 			continue;
 		}
 		if (done == want)
@@ -710,10 +737,10 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			if (!peek) {
 				ring_consume(&s->rx, n);
 				stat_add(STAT_BYTES_RECV, n);
-				uint64_t freed = s->rx.size - (avail - n);
-				if (freed * 3 >= s->rx.size &&
-				    ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung))
-					ring_peer(s);
+				/* Waking a writer for a sliver of room only to sleep
+				 * again wastes two system calls: wait for a third. */
+				if ((s->rx.size - (avail - n)) * 3 >= s->rx.size)
+					notify_space(s);
 			}
 			if (!waitall || done == want)
 				break;
@@ -777,8 +804,7 @@ int conn_shutdown(struct usock *s, int fd, int how)
 			s->shut_wr = 1;
 			atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR,
 						 memory_order_release);
-			if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
-				ring_peer(s);
+			notify_data(s);
 		}
 		pthread_mutex_unlock(&s->tx_lock);
 	}
@@ -786,8 +812,10 @@ int conn_shutdown(struct usock *s, int fd, int how)
 		s->shut_rd = 1;
 	/* A socket shut both ways answers further data with RST: make the peer's
 	 * writes go to TCP, where its kernel will get exactly that. */
-	if (conn_accel(s) && s->shut_rd && s->shut_wr)
+	if (conn_accel(s) && s->shut_rd && s->shut_wr) {
 		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED, memory_order_release);
+		notify_space(s);
+	}
 	return real.shutdown(fd, how);
 }
 
@@ -846,9 +874,7 @@ void conn_close(struct usock *s, int fd)
 	if ((m == MODE_PENDING || m == MODE_SHM) &&
 	    atomic_fetch_sub(&s->seg.hdr->holders[s->server], 1) > 1) {
 		/* Another process still holds this end: only our copies go. */
-		real.close(s->ev_self);
-		real.close(s->ev_peer);
-		s->ev_self = s->ev_peer = -1;
+		close_bells(s);
 		lgr_put(s->seg.lgr);
 		memset(&s->seg, 0, sizeof(s->seg));
 		m = MODE_PLAIN;
@@ -866,10 +892,8 @@ void conn_close(struct usock *s, int fd)
 					 memory_order_release);
 		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED,
 					 memory_order_release);
-		int a = ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung);
-		int b = ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung);
-		if (a || b)
-			ring_peer(s);
+		notify_data(s);
+		notify_space(s);
 		shm_teardown(s);
 	}
 	atomic_store(&s->mode, MODE_PLAIN);

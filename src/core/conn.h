@@ -27,6 +27,8 @@ enum conn_mode {
 
 struct epreg;
 
+enum bell { BELL_DATA, BELL_SPACE };
+
 /* Common head of everything the fd table points at. */
 struct obj {
 	enum obj_kind kind;
@@ -52,7 +54,9 @@ struct usock {
 	uint64_t conn_id;
 	struct seg_loc seg;
 	struct ring_end tx, rx;
-	int ev_self, ev_peer;       /* doorbells: ours (we sleep on), the peer's (we ring) */
+	/* Doorbells, one per direction so that a reader and a writer thread never
+	 * take each other's wake-up: ours (we sleep on) and the peer's (we ring). */
+	int bell[2], peer_bell[2];
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
 	/* listener */
@@ -92,7 +96,7 @@ int conn_outq(struct usock *s, int fd, int *out);
 short conn_poll_prepare(struct usock *s, short events);
 short conn_revents(struct usock *s, int fd, short events, short tcp_revents);
 int conn_arm(struct usock *s, int fd, short events);
-void conn_disarm(struct usock *s);
+void conn_disarm(struct usock *s, short events);
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
 /* For the event loops: a doorbell rang or the TCP socket reported something. */

@@ -190,7 +190,7 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 }
 
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, const int ev[2])
+		struct seg_loc *loc, const int bells[4])
 {
 	struct clc_proposal p;
 	struct arena *a;
@@ -221,8 +221,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	p.ring_size[0] = ring_size[0];
 	p.ring_size[1] = ring_size[1];
 	fds[CLC_FD_TCP] = tcpfd;
-	fds[CLC_FD_EV_CLIENT] = ev[0];
-	fds[CLC_FD_EV_SERVER] = ev[1];
+	memcpy(fds + CLC_FD_BELLS, bells, 4 * sizeof(int));
 	if (a->fd_unsent >= 0) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
@@ -331,7 +330,7 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role)
 struct prop {
 	struct lgr *lgr;
 	struct clc_proposal p;
-	int fds[3];
+	int fds[CLC_FD_ARENA];
 	struct addr cl_local, cl_peer;
 	uint64_t born_ns;
 	struct prop *next;
@@ -368,7 +367,7 @@ int lgr_server_start(void)
 	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
 	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
 	int lfd = dev->ctl_listen(path);
-	int ep = real.epoll_create1(EPOLL_CLOEXEC);
+	int ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	if (lfd < 0 || ep < 0 || real.epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
 		e = -1;
@@ -390,7 +389,7 @@ out:
 
 static void prop_drop(struct prop *p, uint32_t decline)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < CLC_FD_ARENA; i++)
 		real.close(p->fds[i]);
 	if (decline)
 		lgr_server_decline(p->lgr, p->p.conn_id, decline);
@@ -419,11 +418,6 @@ static void props_filter(int (*drop)(struct prop *, const void *), const void *a
 		}
 }
 
-static int prop_of_lgr(struct prop *p, const void *g)
-{
-	return p->lgr == g;
-}
-
 struct conn_key {
 	const struct lgr *g;
 	uint64_t id;
@@ -442,11 +436,13 @@ static int prop_any(struct prop *p, const void *unused)
 	return 1;
 }
 
+/* The client process is gone (or its channel broke). Its queued proposals stay:
+ * a client may connect, write and exit before we accept, and its bytes are in
+ * an arena we have mapped. Unmatched ones expire like any other. */
 static void server_lgr_dead(struct lgr *g)
 {
 	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
 	g->dead = 1;
-	props_filter(prop_of_lgr, g, 0);
 	lgr_put(g);
 }
 
@@ -605,7 +601,7 @@ static void server_resolve(void)
 	}
 }
 
-int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int ev[2],
+int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int bells[4],
 		     uint64_t *conn_id)
 {
 	struct addr local, peer;
@@ -653,8 +649,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *
 				(struct seg_hdr *)(a->base + hit->p.seg_off)};
 	*conn_id = hit->p.conn_id;
 	real.close(hit->fds[CLC_FD_TCP]);
-	ev[0] = hit->fds[CLC_FD_EV_CLIENT];
-	ev[1] = hit->fds[CLC_FD_EV_SERVER];
+	memcpy(bells, hit->fds + CLC_FD_BELLS, 4 * sizeof(int));
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
 }

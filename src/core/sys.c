@@ -1,11 +1,15 @@
 #include "sys.h"
+#undef real
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <time.h>
 
-struct sys_calls real;
+struct sys_calls sys_real;
+int sys_ready;
 
 static void *must(const char *name)
 {
@@ -26,16 +30,39 @@ static void *maybe(const char *name)
 
 void sys_init(void)
 {
-#define R(n) (*(void **)&real.n = must(#n))
+#define R(n) (*(void **)&sys_real.n = must(#n))
 	R(socket); R(connect); R(bind); R(listen); R(accept); R(accept4); R(close);
 	R(shutdown); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(setsockopt);
 	R(getsockopt); R(read); R(write); R(readv); R(writev); R(recv); R(send);
 	R(recvfrom); R(sendto); R(recvmsg); R(sendmsg); R(recvmmsg); R(sendmmsg);
-	R(sendfile); R(poll); R(ppoll); R(select); R(pselect); R(epoll_create);
+	R(sendfile); R(splice); R(poll); R(ppoll); R(select); R(pselect); R(epoll_create);
 	R(epoll_create1); R(epoll_ctl); R(epoll_wait); R(epoll_pwait); R(sigaction);
 	R(open); R(fork);
 #undef R
-	*(void **)&real.epoll_pwait2 = maybe("epoll_pwait2");
+	*(void **)&sys_real.epoll_pwait2 = maybe("epoll_pwait2");
+	sys_ready = 1;
+}
+
+int sys_fd_high(int fd)
+{
+	static int base;
+
+	if (fd < 0)
+		return fd;
+	if (!base) {
+		struct rlimit rl;
+		rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+		if (lim > (1u << 20))
+			lim = 1u << 20;
+		base = (int)(lim - lim / 4);
+	}
+	if (fd >= base)
+		return fd;
+	int n = sys_real.fcntl(fd, F_DUPFD_CLOEXEC, base);
+	if (n < 0)
+		return fd;
+	sys_real.close(fd);
+	return n;
 }
 
 uint64_t sys_now_ns(void)

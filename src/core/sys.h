@@ -41,6 +41,7 @@ struct sys_calls {
 	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
@@ -58,10 +59,26 @@ struct sys_calls {
 	pid_t (*fork)(void);
 };
 
-extern struct sys_calls real;
+extern struct sys_calls sys_real;
+extern int sys_ready;
 
-/* Resolves every entry; called once before anything else runs. */
+/* Resolves every entry. Normally the library's constructor does it, but a
+ * sanitizer runtime preloaded ahead of us calls in before that. */
 void sys_init(void);
+
+static inline struct sys_calls *sys_calls(void)
+{
+	if (__builtin_expect(!sys_ready, 0))
+		sys_init();
+	return &sys_real;
+}
+
+#define real (*sys_calls())
+
+/* Moves a descriptor usmc keeps for itself out of the range applications expect
+ * theirs in (some size tables by the highest descriptor, select() stops at
+ * FD_SETSIZE). Returns the new descriptor, or fd if it cannot be moved. */
+int sys_fd_high(int fd);
 
 uint64_t sys_now_ns(void);
 /* Milliseconds left until deadline_ns (0 = none: -1, infinite). */

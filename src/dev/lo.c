@@ -43,7 +43,7 @@ static int lo_doorbell_create(void)
 {
 	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
-	return fd < 0 ? -errno : fd;
+	return fd < 0 ? -errno : sys_fd_high(fd);
 }
 
 static void lo_doorbell_ring(int fd)
@@ -80,7 +80,7 @@ static int lo_ctl_listen(const char *path)
 
 	if (e)
 		return e;
-	fd = real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = sys_fd_high(real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
 	unlink(path);
@@ -102,7 +102,7 @@ static int lo_ctl_connect(const char *path)
 		return e;
 	/* Nonblocking: a full backlog means the listener is overwhelmed or stuck, and
 	 * the answer to that is plain TCP now, not waiting. */
-	fd = real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = sys_fd_high(real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
 	if (real.connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
@@ -117,7 +117,7 @@ static int lo_ctl_accept(int lfd)
 {
 	int fd = real.accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-	return fd < 0 ? -errno : fd;
+	return fd < 0 ? -errno : sys_fd_high(fd);
 }
 
 static ssize_t lo_ctl_send(int fd, const void *msg, size_t len, const int *fds, int nfds)
@@ -175,7 +175,7 @@ static ssize_t lo_ctl_recv(int fd, void *msg, size_t len, int *fds, int *nfds)
 			int f;
 			memcpy(&f, p + i, sizeof(f));
 			if (got < room)
-				fds[got] = f;
+				fds[got] = sys_fd_high(f);
 			else
 				real.close(f);
 			got++;

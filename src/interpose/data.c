@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -260,3 +261,45 @@ ssize_t sendfile(int out, int in, off_t *off, size_t count)
 }
 
 ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));
+
+/* splice with an accelerated socket on one side: its bytes live in a ring, not in
+ * kernel buffers, so they pass through a bounce buffer. */
+ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
+{
+	struct usock *si = accel(in), *so = si ? NULL : accel(out);
+	char buf[65536];
+	int dontwait = (flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0;
+
+	if (!si && !so)
+		return real.splice(in, off_in, out, off_out, len, flags);
+	if (len > sizeof(buf))
+		len = sizeof(buf);
+	if (si) {
+		/* Take only what the pipe can hold right now, so nothing is lost. */
+		ssize_t r = conn_recv(si, in, &(struct iovec){buf, len}, 1, dontwait | MSG_PEEK);
+		if (r > 0) {
+			ssize_t w = off_out ? pwrite(out, buf, (size_t)r, *off_out) : real.write(out, buf, (size_t)r);
+			if (w > 0) {
+				conn_recv(si, in, &(struct iovec){buf, (size_t)w}, 1, MSG_DONTWAIT);
+				if (off_out)
+					*off_out += w;
+			}
+			r = w;
+		}
+		return done(si, r);
+	}
+	ssize_t r = off_in ? pread(in, buf, len, *off_in) : real.read(in, buf, len);
+	if (r <= 0)
+		return done(so, r);
+	ssize_t w = conn_send(so, out, &(struct iovec){buf, (size_t)r}, 1, dontwait);
+	if (w > 0 && off_in)
+		*off_in += w;
+	/* Bytes taken from a pipe cannot be put back; a short send keeps trying. */
+	while (!off_in && w >= 0 && w < r) {
+		ssize_t more = conn_send(so, out, &(struct iovec){buf + w, (size_t)(r - w)}, 1, 0);
+		if (more < 0)
+			break;
+		w += more;
+	}
+	return done(so, w);
+}

@@ -31,6 +31,7 @@ struct epreg {
 	epoll_data_t data;
 	int disabled;       /* EPOLLONESHOT fired */
 	int queued;         /* on sh->ready */
+	uint64_t reported;  /* the wait call that last reported it */
 	int plain;          /* the socket fell back: move it to the real instance */
 	struct epreg *ready_next, *sock_next, *all_next;
 };
@@ -43,6 +44,7 @@ struct epshadow {
 	pthread_mutex_t lock;       /* registrations */
 	pthread_mutex_t ready_lock; /* the ready list only; taken last */
 	struct epreg *all, *ready;
+	uint64_t wait_seq;   /* numbers wait calls, so one call reports a socket once */
 };
 
 #define TAG_TCP ((uintptr_t)1)
@@ -110,8 +112,8 @@ static int shadow_start(struct epshadow *sh)
 
 	if (sh->ifd >= 0)
 		return 0;
-	sh->ifd = real.epoll_create1(EPOLL_CLOEXEC);
-	sh->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sh->ifd = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
+	sh->kick = sys_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (sh->ifd < 0 || sh->kick < 0)
 		goto fail;
 	ev.data.ptr = NULL;
@@ -146,20 +148,25 @@ static int watch(struct epreg *r, int op)
 	struct usock *s = r->s;
 
 	if (op == EPOLL_CTL_DEL) {
-		real.epoll_ctl(r->sh->ifd, op, s->ev_self, NULL);
+		real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_DATA], NULL);
+		real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_SPACE], NULL);
 		real.epoll_ctl(r->sh->ifd, op, r->fd, NULL);
 		return 0;
 	}
-	if (op == EPOLL_CTL_ADD && real.epoll_ctl(r->sh->ifd, op, s->ev_self, &ev) < 0)
+	if (real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_DATA], &ev) < 0)
 		return -1;
+	if (real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_SPACE], &ev) < 0)
+		goto undo1;
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
 	ev.data.ptr = (void *)((uintptr_t)r | TAG_TCP);
-	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0) {
-		if (op == EPOLL_CTL_ADD)
-			real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->ev_self, NULL);
-		return -1;
-	}
+	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0)
+		goto undo2;
 	return 0;
+undo2:
+	real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell[BELL_SPACE], NULL);
+undo1:
+	real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell[BELL_DATA], NULL);
+	return -1;
 }
 
 static void reg_free(struct epreg *r)
@@ -349,9 +356,14 @@ static void harvest(struct epshadow *sh)
 				}
 				continue;
 			}
-			if ((p & TAG_TCP) && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP |
-							      EPOLLERR)))
-				conn_note_tcp_event(r->s);
+			if (p & TAG_TCP) {
+				/* The TCP socket carries no data: only its FIN, RST, errors
+				 * and the end of connect() say anything new. */
+				if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+					conn_note_tcp_event(r->s);
+				else if (r->s->connected)
+					continue;
+			}
 			ready_push(sh, r);
 		}
 	} while (n == 64);
@@ -378,7 +390,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 		}
 		if (r->disabled)
 			continue;
-		if (n == max) {
+		if (n == max || r->reported == sh->wait_seq) {
 			r->ready_next = keep;
 			keep = r;
 			continue;
@@ -401,6 +413,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 		}
 		out[n].events = (uint32_t)(unsigned short)got;
 		out[n].data = r->data;
+		r->reported = sh->wait_seq;
 		n++;
 		if (r->events & EPOLLONESHOT) {
 			r->disabled = 1;
@@ -425,6 +438,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 
 	for (;;) {
 		pthread_mutex_lock(&sh->lock);
+		sh->wait_seq++;
 		int n = collect(sh, events, maxevents);
 		pthread_mutex_unlock(&sh->lock);
 

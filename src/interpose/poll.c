@@ -20,12 +20,12 @@
 static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
 		      const struct timespec *tmo, const sigset_t *mask)
 {
-	struct pollfd stack[STACK_FDS * 2], *p = stack;
-	nfds_t total = n + (nfds_t)nacc;
+	struct pollfd stack[STACK_FDS * 3], *p = stack;
+	nfds_t total = n + 2 * (nfds_t)nacc;
 	uint64_t deadline = 0;
 	int ret = -1;
 
-	if (total > STACK_FDS * 2 && !(p = malloc(total * sizeof(*p)))) {
+	if (total > STACK_FDS * 3 && !(p = malloc(total * sizeof(*p)))) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -33,12 +33,16 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		deadline = sys_now_ns() + (uint64_t)tmo->tv_sec * 1000000000ull +
 			   (uint64_t)tmo->tv_nsec + 1;
 	for (;;) {
-		int k = 0, ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec;
+		nfds_t k = n;
+		int ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec;
 		for (nfds_t i = 0; i < n; i++) {
 			p[i] = fds[i];
 			if (acc[i]) {
 				p[i].events = conn_poll_prepare(acc[i], fds[i].events);
-				p[n + (nfds_t)k++] = (struct pollfd){acc[i]->ev_self, POLLIN, 0};
+				if (fds[i].events & POLLIN)
+					p[k++] = (struct pollfd){acc[i]->bell[BELL_DATA], POLLIN, 0};
+				if (fds[i].events & POLLOUT)
+					p[k++] = (struct pollfd){acc[i]->bell[BELL_SPACE], POLLIN, 0};
 				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd)))
 					sleep = 0;
 			}
@@ -53,14 +57,14 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			left = (struct timespec){ms / 1000, (long)(ms % 1000) * 1000000};
 			t = &left;
 		}
-		int r = real.ppoll(p, sleep ? total : n, t, mask);
+		int r = real.ppoll(p, sleep ? k : n, t, mask);
 		for (nfds_t i = 0; i < n; i++)
 			if (acc[i])
-				conn_disarm(acc[i]);
+				conn_disarm(acc[i], fds[i].events);
 		if (r < 0)
 			break;
 		if (sleep)
-			for (nfds_t i = n; i < total; i++)
+			for (nfds_t i = n; i < k; i++)
 				if (p[i].revents)
 					dev_lo.doorbell_clear(p[i].fd);
 		for (nfds_t i = 0; i < n; i++) {

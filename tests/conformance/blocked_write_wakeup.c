@@ -20,10 +20,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     cf_wait_sleeping(cf_peer_pid(), cf_peer_pid());
     uint64_t n = cf_recv_pattern(s, 1 << 16, 103);

@@ -225,6 +225,16 @@ void cf_join(void)
         FAIL("peer exited with status %d", status);
 }
 
+int cf_serve(void (*client)(void *port))
+{
+    int l = cf_listen(AF_INET);
+    uint16_t port = cf_port(l);
+    cf_spawn(client, &port);
+    int s = cf_accept(l);
+    close(l);
+    return s;
+}
+
 void cf_post_u64(uint64_t v)
 {
     if (write(sync_out, &v, sizeof v) != (ssize_t)sizeof v)
@@ -446,6 +456,40 @@ int cf_send_until_error(int fd, int flags, int tries)
         CHECK(r != 0);
     }
     return 0;
+}
+
+size_t cf_echo_after_eof(int fd)
+{
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    CHECK(buf);
+    for (;;) {
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            CHECK(buf);
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            FAIL("echo read: %s", cf_errname(errno));
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    cf_write_all(fd, buf, len);
+    close(fd);
+    free(buf);
+    return len;
+}
+
+uint64_t cf_echo_client(int fd, uint64_t total, unsigned seed)
+{
+    cf_send_pattern(fd, total, 1 << 16, seed);
+    if (shutdown(fd, SHUT_WR) < 0)
+        FAIL("shutdown: %s", cf_errname(errno));
+    return cf_recv_pattern(fd, 1 << 16, seed);
 }
 
 struct flag_name {

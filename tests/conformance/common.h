@@ -77,6 +77,10 @@ uint16_t cf_port(int fd);
 int cf_connect(int family, uint16_t port);
 int cf_accept(int lfd);
 
+/* The usual shape: listen on 127.0.0.1, run client(&port) in the peer process, return the
+ * accepted connection. */
+int cf_serve(void (*client)(void *port));
+
 /* The peer process. cf_spawn forks fn(arg) in a child (which dies with its parent);
  * cf_join reaps it, prints its output as "peer: ..." lines, and fails unless it exited 0.
  * One peer at a time. */
@@ -125,6 +129,13 @@ void cf_recv_pattern_n(int fd, uint64_t total, size_t chunk, unsigned seed);
 /* Sends one byte at a time with send(flags) until it fails (at most tries times) on a
  * connection whose peer has closed; returns the errno of that failure, 0 if none. */
 int cf_send_until_error(int fd, int flags, int tries);
+
+/* Echo server that needs no buffering in the connection: reads everything up to EOF, then
+ * writes it all back and closes. Returns the byte count. */
+size_t cf_echo_after_eof(int fd);
+/* Its client: sends total bytes of the pattern, shuts down writing, reads the echo back to
+ * EOF and verifies it; returns the byte count received. */
+uint64_t cf_echo_client(int fd, uint64_t total, unsigned seed);
 
 /* Readiness masks as names, e.g. "POLLIN|POLLRDHUP"; "0" when empty. */
 const char *cf_poll_str(int revents);

@@ -18,10 +18,7 @@ int main(void)
 {
     char buf[5];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_read_exact(s, buf, 5);
     for (int i = 0; i < 5; i++)
         buf[i] = (char)(buf[i] - 'a' + 'A');

@@ -35,10 +35,7 @@ int main(void)
 {
     char buf[4];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_read_exact(s, buf, 4);
     CHECK(memcmp(buf, "ping", 4) == 0);
     cf_write_all(s, "pong", 4);

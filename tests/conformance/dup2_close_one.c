@@ -24,10 +24,7 @@ int main(void)
 {
     char buf[2];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("dup2 to 100", dup2(s, 100), 100);
     int c = fcntl(s, F_DUPFD_CLOEXEC, 200);
     CHECK(c >= 200);

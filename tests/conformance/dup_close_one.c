@@ -22,10 +22,7 @@ int main(void)
 {
     char buf[16];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     int d = dup(s);
     CHECK(d >= 0 && d != s);
     EXPECT_RET("close original", close(s), 0);

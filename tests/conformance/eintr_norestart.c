@@ -27,10 +27,7 @@ int main(void)
     char buf[16];
     cf_start();
     cf_on_signal(SIGUSR1, on_usr1, 0);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_ERR("blocked read", read(s, buf, sizeof buf), EINTR);
     printf("handler ran %d time(s)\n", (int)handled);
     cf_post();

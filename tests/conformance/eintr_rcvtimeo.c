@@ -27,10 +27,7 @@ int main(void)
     struct timeval tv = {20, 0};
     cf_start();
     cf_on_signal(SIGUSR1, on_usr1, SA_RESTART);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     CHECK(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
     EXPECT_ERR("blocked read", read(s, buf, sizeof buf), EINTR);
     printf("handler ran %d time(s)\n", (int)handled);

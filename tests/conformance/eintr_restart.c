@@ -27,10 +27,7 @@ int main(void)
     char buf[16];
     cf_start();
     cf_on_signal(SIGUSR1, on_usr1, SA_RESTART);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("blocked read", read(s, buf, sizeof buf), 5);
     CHECK(memcmp(buf, "after", 5) == 0);
     printf("handler ran %d time(s)\n", (int)handled);

@@ -15,10 +15,7 @@ int main(void)
 {
     char buf[16];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     struct pollfd p = {.fd = s, .events = POLLIN | POLLRDHUP};
     EXPECT_RET("poll with data", poll(&p, 1, 0), 1);

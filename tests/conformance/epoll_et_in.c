@@ -20,10 +20,7 @@ int main(void)
 {
     char buf[16];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     int ep = epoll_create1(0);
     CHECK(ep >= 0);
     cf_epoll_ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLET, 7);

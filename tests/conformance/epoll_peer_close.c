@@ -15,10 +15,7 @@ int main(void)
 {
     char buf[8];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     int all = epoll_create1(0), none = epoll_create1(0);
     CHECK(all >= 0 && none >= 0);
     cf_epoll_ctl(all, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLOUT | EPOLLRDHUP, 1);

@@ -20,10 +20,7 @@ int main(void)
     int err = -1;
     socklen_t len = sizeof err;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_read_exact(s, buf, 4);
     int ep = epoll_create1(0);
     CHECK(ep >= 0);

@@ -9,6 +9,7 @@ static void client(void *arg)
     int fd = cf_connect(AF_INET, *(uint16_t *)arg);
     cf_write_all(fd, "x", 1);
     EXPECT_RET("shutdown SHUT_WR", shutdown(fd, SHUT_WR), 0);
+    cf_post();
     cf_read_exact(fd, &c, 1);
     close(fd);
 }
@@ -17,13 +18,11 @@ int main(void)
 {
     char buf[4];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     int ep = epoll_create1(0);
     CHECK(ep >= 0);
     cf_epoll_ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLRDHUP, 2);
+    cf_wait();
     cf_epoll_report("peer shut down writing", ep, -1);
     EXPECT_RET("read", read(s, buf, sizeof buf), 1);
     EXPECT_RET("read EOF", read(s, buf, sizeof buf), 0);

@@ -19,10 +19,7 @@ int main(void)
 {
     char buf[16];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     int lt = epoll_create1(0), et = epoll_create1(0);
     CHECK(lt >= 0 && et >= 0);
     cf_epoll_ctl(lt, EPOLL_CTL_ADD, s, EPOLLIN, 1);

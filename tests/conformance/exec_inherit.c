@@ -8,9 +8,7 @@
 static void client(void *arg)
 {
     int fd = cf_connect(AF_INET, *(uint16_t *)arg);
-    cf_send_pattern(fd, TOTAL, 1 << 16, 59);
-    CHECK(shutdown(fd, SHUT_WR) == 0);
-    uint64_t n = cf_recv_pattern(fd, 1 << 16, 59);
+    uint64_t n = cf_echo_client(fd, TOTAL, 59);
     printf("client got back %llu\n", (unsigned long long)n);
     CHECK(n == TOTAL);
     close(fd);
@@ -18,16 +16,12 @@ static void client(void *arg)
 
 static int serve_after_exec(int fd)
 {
-    static char buf[1 << 16];
-    ssize_t r;
     int type = 0;
     socklen_t len = sizeof type;
     CHECK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM);
-    while ((r = read(fd, buf, sizeof buf)) > 0)
-        cf_write_all(fd, buf, (size_t)r);
-    CHECK(r == 0);
-    printf("exec'd server echoed everything\n");
-    return 0;
+    size_t n = cf_echo_after_eof(fd);
+    printf("exec'd server echoed %zu\n", n);
+    return n == TOTAL ? 0 : 1;
 }
 
 int main(int argc, char **argv)

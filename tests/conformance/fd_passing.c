@@ -8,9 +8,7 @@
 static void client(void *arg)
 {
     int fd = cf_connect(AF_INET, *(uint16_t *)arg);
-    cf_send_pattern(fd, TOTAL, 1 << 16, 61);
-    CHECK(shutdown(fd, SHUT_WR) == 0);
-    uint64_t n = cf_recv_pattern(fd, 1 << 16, 61);
+    uint64_t n = cf_echo_client(fd, TOTAL, 61);
     printf("client got back %llu\n", (unsigned long long)n);
     CHECK(n == TOTAL);
     close(fd);
@@ -53,7 +51,6 @@ static void send_fd(int unix_fd, int fd)
 
 int main(void)
 {
-    static char buf[1 << 16];
     int pair[2];
     cf_start();
     int l = cf_listen(AF_INET);
@@ -63,11 +60,7 @@ int main(void)
     if (worker == 0) {
         close(l);
         close(pair[0]);
-        int fd = receive_fd(pair[1]);
-        ssize_t r;
-        while ((r = read(fd, buf, sizeof buf)) > 0)
-            cf_write_all(fd, buf, (size_t)r);
-        _exit(r == 0 ? 0 : 1);
+        _exit(cf_echo_after_eof(receive_fd(pair[1])) == TOTAL ? 0 : 1);
     }
     close(pair[1]);
     cf_spawn(client, &port);

@@ -17,10 +17,7 @@ int main(void)
     char buf[8];
     int on = 1, off = 0;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("FIONBIO 1", ioctl(s, FIONBIO, &on), 0);
     printf("O_NONBLOCK: %d\n", !!(fcntl(s, F_GETFL) & O_NONBLOCK));
     EXPECT_ERR("read", read(s, buf, sizeof buf), EAGAIN);

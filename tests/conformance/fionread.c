@@ -26,10 +26,7 @@ int main(void)
 {
     char buf[5000];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     show_queued(s, "initially");
     cf_post();
     cf_wait();

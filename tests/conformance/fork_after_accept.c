@@ -9,9 +9,7 @@
 static void client(void *arg)
 {
     int fd = cf_connect(AF_INET, *(uint16_t *)arg);
-    cf_send_pattern(fd, TOTAL, 1 << 16, 53);
-    CHECK(shutdown(fd, SHUT_WR) == 0);
-    uint64_t n = cf_recv_pattern(fd, 1 << 16, 53);
+    uint64_t n = cf_echo_client(fd, TOTAL, 53);
     printf("client got back %llu\n", (unsigned long long)n);
     CHECK(n == TOTAL);
     close(fd);
@@ -19,7 +17,6 @@ static void client(void *arg)
 
 int main(void)
 {
-    static char buf[1 << 16];
     cf_start();
     int l = cf_listen(AF_INET);
     uint16_t port = cf_port(l);
@@ -28,10 +25,7 @@ int main(void)
     pid_t worker = cf_fork();
     if (worker == 0) {
         close(l);
-        ssize_t r;
-        while ((r = read(s, buf, sizeof buf)) > 0)
-            cf_write_all(s, buf, (size_t)r);
-        _exit(r == 0 ? 0 : 1);
+        _exit(cf_echo_after_eof(s) == TOTAL ? 0 : 1);
     }
     EXPECT_RET("listener closes its copy", close(s), 0);
     printf("worker exit status: %d\n", cf_wait_child(worker));

@@ -19,10 +19,7 @@ int main(void)
 {
     char buf[16];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     pid_t child = cf_fork();
     if (child == 0) {
         char part[9];

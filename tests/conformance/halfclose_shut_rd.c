@@ -20,10 +20,7 @@ int main(void)
 {
     char buf[16];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("shutdown SHUT_RD", shutdown(s, SHUT_RD), 0);
     EXPECT_RET("read after SHUT_RD", read(s, buf, sizeof buf), 0);
     struct pollfd p = {.fd = s, .events = POLLIN | POLLOUT | POLLRDHUP};

@@ -24,10 +24,7 @@ int main(void)
     char buf[16];
     cf_start();
     cf_ignore_sigpipe();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     EXPECT_RET("server read", read(s, buf, sizeof buf), 5);
     CHECK(memcmp(buf, "early", 5) == 0);

@@ -21,10 +21,7 @@ int main(void)
 {
     char buf[64];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     size_t n = cf_read_full(s, buf, sizeof buf);
     printf("server read %zu bytes: %.*s\n", n, (int)n, buf);
     CHECK(n == 7);

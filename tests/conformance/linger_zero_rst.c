@@ -22,10 +22,7 @@ int main(void)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("setsockopt SO_LINGER", setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
     EXPECT_RET("write", write(s, "bye", 3), 3);
     EXPECT_RET("close", close(s), 0);

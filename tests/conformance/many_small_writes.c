@@ -15,10 +15,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     uint64_t n = cf_recv_pattern(s, 1000, 73);
     printf("received %llu\n", (unsigned long long)n);
     CHECK(n == (uint64_t)WRITES * SIZE);

@@ -18,10 +18,7 @@ int main(void)
 {
     char buf[8];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_ERR("recv MSG_DONTWAIT empty", recv(s, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
     struct msghdr msg = {0};
     struct iovec iov = {buf, sizeof buf};

@@ -17,10 +17,7 @@ int main(void)
     char a[1000], b[1000];
     int avail = -1;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     EXPECT_RET("peek 100", recv(s, a, 100, MSG_PEEK), 100);
     EXPECT_RET("peek 100 again", recv(s, b, 100, MSG_PEEK), 100);

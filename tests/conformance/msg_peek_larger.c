@@ -19,10 +19,7 @@ int main(void)
 {
     char buf[4096];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     EXPECT_RET("peek 4096", recv(s, buf, sizeof buf, MSG_PEEK), 10);
     CHECK(memcmp(buf, "0123456789", 10) == 0);

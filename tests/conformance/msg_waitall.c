@@ -37,10 +37,7 @@ int main(void)
     static char buf[PIECES * PIECE + 1000];
     pthread_t th;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     pid_t self = gettid();
     CHECK(pthread_create(&th, NULL, feeder, &self) == 0);
     EXPECT_RET("recv MSG_WAITALL", recv(s, buf, PIECES * PIECE, MSG_WAITALL), PIECES * PIECE);

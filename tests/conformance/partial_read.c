@@ -23,10 +23,7 @@ int main(void)
     char buf[4096];
     int reads = 0;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     for (size_t off = 0; off < 1000; off += 100, reads++) {
         ssize_t r = read(s, buf, 100);

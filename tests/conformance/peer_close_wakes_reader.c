@@ -15,10 +15,7 @@ int main(void)
 {
     char buf[8];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_write_all(s, "!", 1);
     EXPECT_RET("blocked read", read(s, buf, sizeof buf), 0);
     close(s);

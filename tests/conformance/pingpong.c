@@ -32,10 +32,7 @@ int main(void)
 {
     char buf[200];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     int one = 1;
     CHECK(setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
     for (int i = 0; i < ROUNDS; i++) {

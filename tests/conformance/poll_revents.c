@@ -28,10 +28,7 @@ int main(void)
 {
     char c;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     show(s, "idle");
     cf_post();
     cf_wait();

@@ -15,10 +15,7 @@ int main(void)
 {
     char buf[8];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     struct pollfd p = {.fd = s, .events = POLLIN};
     cf_post();
     EXPECT_RET("blocked poll", poll(&p, 1, -1), 1);

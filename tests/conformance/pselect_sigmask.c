@@ -35,10 +35,7 @@ int main(void)
     sigaddset(&block, SIGUSR1);
     sigemptyset(&empty);
     CHECK(sigprocmask(SIG_BLOCK, &block, NULL) == 0);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     FD_ZERO(&rd);
     FD_SET(s, &rd);
     EXPECT_ERR("pselect", pselect(s + 1, &rd, NULL, NULL, NULL, &empty), EINTR);

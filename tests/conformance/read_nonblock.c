@@ -19,10 +19,7 @@ int main(void)
 {
     char buf[4096];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_set_nonblock(s, true);
     EXPECT_ERR("read empty", read(s, buf, sizeof buf), EAGAIN);
     EXPECT_ERR("recv empty", recv(s, buf, sizeof buf, 0), EAGAIN);

@@ -28,10 +28,7 @@ int main(void)
     struct iovec iov[4] = {{buf, 150}, {buf + 150, 150}, {buf + 300, 150}, {buf + 450, 150}};
     struct mmsghdr m[4];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     memset(m, 0, sizeof m);
     for (int i = 0; i < 4; i++) {

@@ -28,10 +28,7 @@ int main(void)
     struct sockaddr_storage from;
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = NIOV};
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     for (int i = 0; i < NIOV; i++)
         iov[i] = (struct iovec){buf + i * (SEG / 3), SEG / 3};

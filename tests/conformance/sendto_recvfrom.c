@@ -18,10 +18,7 @@ int main(void)
     struct sockaddr_storage from;
     socklen_t len = sizeof from;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     memset(&from, 0xff, sizeof from);
     EXPECT_RET("recvfrom with address", recvfrom(s, buf, 3, 0, (struct sockaddr *)&from, &len), 3);

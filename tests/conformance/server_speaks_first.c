@@ -20,10 +20,7 @@ int main(void)
 {
     char buf[6];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("server greets", write(s, "220 ready\r\n", 11), 11);
     cf_read_exact(s, buf, 6);
     CHECK(memcmp(buf, "QUIT\r\n", 6) == 0);

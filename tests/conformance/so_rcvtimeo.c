@@ -19,10 +19,7 @@ int main(void)
     struct timeval tv = {0, 100000}, back;
     socklen_t len = sizeof back;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     EXPECT_RET("set SO_RCVTIMEO", setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
     EXPECT_RET("get SO_RCVTIMEO", getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &back, &len), 0);
     printf("timeout %ld.%06ld\n", (long)back.tv_sec, (long)back.tv_usec);

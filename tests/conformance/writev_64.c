@@ -33,10 +33,7 @@ int main(void)
     struct iovec iov[NIOV];
     size_t got = 0;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     size_t room = layout(iov, buf, 53, 3);
     for (;;) {
         /* Skip the buffers already filled by earlier partial reads. */

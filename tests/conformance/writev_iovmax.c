@@ -30,10 +30,7 @@ int main(void)
     cf_start();
     CHECK(buf);
     printf("IOV_MAX %d\n", IOV_MAX);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     for (int i = 0; i <= IOV_MAX; i++)
         iov[i] = (struct iovec){buf + (size_t)i * SEG, SEG};
     EXPECT_ERR("readv IOV_MAX+1", readv(s, iov, IOV_MAX + 1), EINVAL);

@@ -19,10 +19,7 @@ int main(void)
     char buf[16];
     int avail = -1;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_set_nonblock(s, true);
     EXPECT_RET("nonblocking read 0, nothing queued", read(s, buf, 0), 0);
     cf_set_nonblock(s, false);

@@ -27,10 +27,7 @@ int main(void)
     char buf[16];
     int avail = -1;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
+    int s = cf_serve(client);
     cf_wait();
     EXPECT_ERR("read after empty writes", recv(s, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);
     EXPECT_RET("FIONREAD", ioctl(s, FIONREAD, &avail), 0);

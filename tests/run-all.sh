@@ -7,11 +7,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # A suite past this is hung; the whole run has to stay well inside CI's limit.
 limit=${SUITE_TIMEOUT:-1200}
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 
 # run_suite NAME [VAR=VALUE...] COMMAND...: runs a suite's runner, echoing its output.
 run_suite() {
-    local name=$1 out rc summary p f
+    local name=$1 out rc summary p f k
     shift
     printf '\n=== suite %s\n' "$name"
     out=$(mktemp)
@@ -19,19 +19,19 @@ run_suite() {
     rc=${PIPESTATUS[0]}
     summary=$(tail -n 1 "$out")
     rm -f "$out"
-    if [[ $summary =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    if [[ $summary =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} k=${BASH_REMATCH[4]:-0}
     else
         echo "suite $name: its last line is not \`N passed, N failed\`; counted as a failure"
-        p=0 f=1
+        p=0 f=1 k=0
     fi
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         [ "$rc" -eq 124 ] && echo "suite $name: timed out after ${limit}s"
         echo "suite $name: exit status $rc without a reported failure; counted as a failure"
         f=1
     fi
-    echo "suite $name: $p passed, $f failed"
-    passed=$((passed + p)) failed=$((failed + f))
+    echo "suite $name: $p passed, $f failed, $k skipped"
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 }
 
 for suite in unit conformance apps fuzz; do
@@ -43,5 +43,5 @@ if [ -d build-asan ] && [ -e tests/conformance/run.sh ]; then
     run_suite conformance-asan USMC_BUILD=build-asan bash tests/conformance/run.sh
 fi
 
-printf '\n%s passed, %s failed\n' "$passed" "$failed"
+printf '\n%s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"
 [ "$failed" -eq 0 ]

@@ -85,6 +85,9 @@ int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 	memcpy(out, buf, want);
 	if (h.type == CLC_PROPOSAL)
 		return check_proposal(&out->proposal, nfds);
+	if ((h.type == CLC_WITHDRAW && (out->withdraw.pad[0] || out->withdraw.pad[1])) ||
+	    (h.type == CLC_DECLINE && out->decline.pad))
+		return CLC_EFIELD;
 	return nfds == 0 ? CLC_OK : CLC_EFDS;
 }
 

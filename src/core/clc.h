@@ -52,17 +52,25 @@ struct clc_proposal {
 	uint64_t ring_size[2]; /* [0] client->server, [1] server->client */
 };
 
+/* Padding is explicit and must be zero, so the layout is the same for every ABI
+ * and no byte goes unchecked. */
 struct clc_withdraw {
 	struct clc_hdr hdr;
-	uint32_t pad;
+	uint32_t pad[2];
 	uint64_t conn_id;
 };
 
 struct clc_decline {
 	struct clc_hdr hdr;
 	uint32_t reason;   /* SMC decline code, see decline.h */
+	uint32_t pad;
 	uint64_t conn_id;
 };
+
+_Static_assert(sizeof(struct clc_hdr) == 8, "clc header layout");
+_Static_assert(sizeof(struct clc_proposal) == 64, "clc proposal layout");
+_Static_assert(sizeof(struct clc_withdraw) == 24, "clc withdraw layout");
+_Static_assert(sizeof(struct clc_decline) == 24, "clc decline layout");
 
 union clc_msg {
 	struct clc_hdr hdr;

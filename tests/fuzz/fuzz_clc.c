@@ -1,6 +1,6 @@
 /* link: src/core/clc.c */
 /* clc_decode on arbitrary bytes. The first byte picks how many descriptors came
- * with the datagram (-1..4), the rest is the datagram. Besides memory safety, the
+ * with the datagram (-1..CLC_FD_MAX), the rest is the datagram. Besides memory safety, the
  * verdict must agree with the rules of clc.h and segment.h restated here
  * independently, and an accepted message must be copied out unchanged. */
 #include "clc.h"
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define PAGE 4096u
-#define NFDS_CHOICES 6
+#define NFDS_CHOICES (CLC_FD_MAX + 2)
 
 static int nfds_of(uint8_t b)
 {
@@ -62,6 +62,10 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 		memcpy(&p, b, sizeof(p));
 		return proposal_ok(&p, nfds);
 	}
+	/* Withdraw and decline: bytes 8..15 are padding (decline: 12..15), all zero. */
+	for (size_t i = h.type == CLC_DECLINE ? 12 : 8; i < 16; i++)
+		if (b[i])
+			return 0;
 	return nfds == 0;
 }
 

@@ -64,7 +64,7 @@ static void test_encoders_roundtrip(void)
 		CHECK_EQ(p.hdr.type, CLC_PROPOSAL);
 		CHECK_EQ(p.hdr.version, CLC_VERSION);
 		CHECK_EQ(p.hdr.length, sizeof(p));
-		CHECK_EQ(clc_proposal_nfds(p.flags), new_arena ? 4 : 3);
+		CHECK_EQ(clc_proposal_nfds(p.flags), new_arena ? CLC_FD_ARENA + 1 : CLC_FD_ARENA);
 		memset(&out, 0xa5, sizeof(out));
 		CHECK_EQ(decode_at(&p, sizeof(p), clc_proposal_nfds(p.flags), &out, 1), CLC_OK);
 		CHECK(memcmp(&out.proposal, &p, sizeof(p)) == 0);
@@ -246,8 +246,8 @@ static void test_descriptor_counts(void)
 	clc_withdraw_init(&w, 1);
 	clc_decline_init(&d, 1, 1);
 	for (int n = -1; n <= 8; n++) {
-		CHECK_EQ(decode(&p0, sizeof(p0), n), n == 3 ? CLC_OK : CLC_EFDS);
-		CHECK_EQ(decode(&p1, sizeof(p1), n), n == 4 ? CLC_OK : CLC_EFDS);
+		CHECK_EQ(decode(&p0, sizeof(p0), n), n == CLC_FD_ARENA ? CLC_OK : CLC_EFDS);
+		CHECK_EQ(decode(&p1, sizeof(p1), n), n == CLC_FD_ARENA + 1 ? CLC_OK : CLC_EFDS);
 		CHECK_EQ(decode(&w, sizeof(w), n), n == 0 ? CLC_OK : CLC_EFDS);
 		CHECK_EQ(decode(&d, sizeof(d), n), n == 0 ? CLC_OK : CLC_EFDS);
 	}
@@ -266,7 +266,7 @@ static int samples(struct sample s[3])
 {
 	s[0].m.proposal = good_proposal(1);
 	s[0].len = sizeof(struct clc_proposal);
-	s[0].nfds = 4;
+	s[0].nfds = CLC_FD_ARENA + 1;
 	clc_withdraw_init(&s[1].m.withdraw, 9);
 	s[1].len = sizeof(struct clc_withdraw);
 	s[1].nfds = 0;
@@ -375,6 +375,24 @@ static void test_strerror(void)
 	}
 }
 
+/* Padding is part of the message: any byte set in it is refused. */
+static void test_padding(void)
+{
+	struct clc_withdraw w;
+	struct clc_decline d;
+
+	for (size_t at = 8; at < 16; at++) {
+		clc_withdraw_init(&w, 1);
+		((unsigned char *)&w)[at] = 0x80;
+		CHECK_EQ(decode(&w, sizeof(w), 0), CLC_EFIELD);
+	}
+	for (size_t at = 12; at < 16; at++) {
+		clc_decline_init(&d, 1, 2);
+		((unsigned char *)&d)[at] = 0x01;
+		CHECK_EQ(decode(&d, sizeof(d), 0), CLC_EFIELD);
+	}
+}
+
 int main(void)
 {
 	RUN(test_encoders_roundtrip);
@@ -389,5 +407,6 @@ int main(void)
 	RUN(test_length_mismatch);
 	RUN(test_header_identity);
 	RUN(test_strerror);
+	RUN(test_padding);
 	return check_report();
 }

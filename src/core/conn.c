@@ -157,8 +157,10 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		goto plain;
 	why = DECL_NO_DEVICE;
 	g = lgr_client_get(path);
-	if (!g)
+	if (!g) {
+		registry_forget(addr, path);
 		goto plain;
+	}
 	why = DECL_MEMORY;
 	for (int i = 0; i < 4; i++)
 		if ((bells[i] = dev->doorbell_create()) < 0)

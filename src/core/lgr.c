@@ -366,20 +366,19 @@ int lgr_server_start(void)
 	mkdir(cfg.rundir, 0700);
 	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
 	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
+	/* The epoll set outlives control sockets: link groups stay in it. */
+	if (srv.ep < 0)
+		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
 	int lfd = dev->ctl_listen(path);
-	int ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	if (lfd < 0 || ep < 0 || real.epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+	if (lfd < 0 || srv.ep < 0 || real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
 		e = -1;
 		if (lfd >= 0)
 			real.close(lfd);
-		if (ep >= 0)
-			real.close(ep);
 		srv.name[0] = 0;
 		goto out;
 	}
 	srv.lfd = lfd;
-	srv.ep = ep;
 out:
 	if (!e)
 		srv.nlisteners++;
@@ -664,10 +663,20 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 
 void lgr_server_listener_gone(void)
 {
+	char path[4200];
+
 	pthread_mutex_lock(&srv.lock);
 	if (--srv.nlisteners == 0 && srv.lfd >= 0) {
 		server_drain();
 		props_filter(prop_any, NULL, decline_code(DECL_NO_DEVICE));
+		/* Link groups already open keep their channels; new clients find no
+		 * listener here any more, so the name goes. */
+		snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
+		unlink(path);
+		real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, srv.lfd, NULL);
+		real.close(srv.lfd);
+		srv.lfd = -1;
+		srv.name[0] = 0;
 	}
 	pthread_mutex_unlock(&srv.lock);
 }

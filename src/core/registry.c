@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../dev/dev.h"
 #include "addr.h"
 #include "config.h"
 #include "sys.h"
@@ -100,6 +101,35 @@ static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_
 	freeifaddrs(ifa);
 }
 
+/* Whether a control socket still has a process behind it; a dead one's file is
+ * removed on the way, so a killed listener leaves nothing behind for long. */
+static int listener_alive(const char *path)
+{
+	int fd = dev_lo.ctl_connect(path);
+
+	if (fd >= 0) {
+		real.close(fd);
+		return 1;
+	}
+	if (fd == -ECONNREFUSED)
+		unlink(path);
+	return 0;
+}
+
+void registry_forget(const struct sockaddr *dst, const char *path)
+{
+	char lp[4200], t[TARGET_MAX];
+	const char *name = strrchr(path, '/');
+	size_t nl;
+
+	name = name ? name + 1 : path;
+	nl = strlen(name);
+	link_path(lp, sizeof(lp), addr_port(dst));
+	ssize_t n = readlink(lp, t, sizeof(t) - 1);
+	if (n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ' && !listener_alive(path))
+		unlink(lp);
+}
+
 int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 {
 	_Atomic uint16_t *p = ports_map();
@@ -129,8 +159,9 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 			snprintf(other, sizeof(other), "%s/%.*s", cfg.rundir,
 				 sp ? (int)(sp - old) : (int)n, old);
 			/* A live listener elsewhere on this port: clients cannot tell which
-			 * of us the kernel will pick, so nobody gets accelerated. */
-			if (access(other, F_OK) == 0)
+			 * of us the kernel will pick, so nobody gets accelerated. A dead
+			 * one's entry is simply taken over. */
+			if (listener_alive(other))
 				snprintf(addrs, sizeof(addrs), "!");
 		}
 	}

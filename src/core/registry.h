@@ -20,6 +20,8 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 void registry_remove(const struct sockaddr *bound, const char *ctl_name);
 /* On success fills path (the listener's control socket) and returns 0; otherwise
  * returns -1 and sets *why. */
+/* The listener behind path could not be reached: drop its entry if it is dead. */
+void registry_forget(const struct sockaddr *dst, const char *path);
 int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why);
 
 #endif

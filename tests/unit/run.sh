@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds every tests/unit/test_*.c twice, plain and with ASan/UBSan, runs them and prints
-# `N passed, N failed` over all test cases of both builds.
+# Builds every tests/unit/test_*.c plain and with ASan/UBSan, and the threaded ones (those
+# that say `/* threads */`) with TSan as well; runs them and prints `N passed, N failed` over
+# all test cases of every build.
 #
 # A test file names the sources it needs on a line of the form `/* link: src/core/x.c ... */`,
 # so a new test is one new file. CC selects the compiler (default cc); UNIT_TIMEOUT bounds each
@@ -23,6 +24,7 @@ run_one() {
     bin=$out/$mode/$name
     log=$out/$mode/$name.log
     [ "$mode" = asan ] && extra=("${san[@]}")
+    [ "$mode" = tsan ] && extra=(-fsanitize=thread)
     # shellcheck disable=SC2046 # the link line is a list of paths
     if ! "$cc" "${flags[@]}" "${extra[@]}" -o "$bin" "$src" \
         $(sed -n 's|^/\* link: \(.*\) \*/$|\1|p' "$src"); then
@@ -48,10 +50,12 @@ run_one() {
     fi
 }
 
-for mode in plain asan; do
+for mode in plain asan tsan; do
     mkdir -p "$out/$mode"
     for src in tests/unit/test_*.c; do
-        run_one "$mode" "$src"
+        if [ "$mode" != tsan ] || grep -q '^/\* threads \*/$' "$src"; then
+            run_one "$mode" "$src"
+        fi
     done
 done
 

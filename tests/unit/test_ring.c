@@ -1,4 +1,5 @@
 /* link: src/core/ring.c */
+/* threads */
 /* The shared-memory ring: copies across the wrap point, cursor validation, the
  * doorbell protocol, and two threads moving a large stream through it. */
 #include "check.h"

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../dev/dev.h"
@@ -66,18 +68,39 @@ static void ring_peer(struct usock *s, enum bell b)
 	stat_add(STAT_DOORBELLS, 1);
 }
 
+static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+	/* Not FUTEX_PRIVATE: the word lives in memory shared with another process. */
+	return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+/* Wakes a waiter the way it asked for: its futex, its doorbell, or both when a
+ * blocked call and an epoll registration wait at once. */
+static void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick, enum bell b)
+{
+	uint32_t h = atomic_load_explicit(how, memory_order_relaxed);
+
+	if (h & RING_WAKE_FUTEX) {
+		atomic_fetch_add_explicit(kick, 1, memory_order_release);
+		futex(kick, FUTEX_WAKE, 1, NULL);
+		stat_add(STAT_DOORBELLS, 1);
+	}
+	if (h & RING_WAKE_BELL || !(h & RING_WAKE_FUTEX))
+		ring_peer(s, b);
+}
+
 /* Producer side: data was published or the stream ended. */
 static void notify_data(struct usock *s)
 {
 	if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
-		ring_peer(s, BELL_DATA);
+		wake(s, &s->tx.sh->cons_how, &s->tx.sh->prod_kick, BELL_DATA);
 }
 
 /* Consumer side: room was made, or nobody will read any more. */
 static void notify_space(struct usock *s)
 {
 	if (ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung))
-		ring_peer(s, BELL_SPACE);
+		wake(s, &s->rx.sh->prod_how, &s->rx.sh->cons_kick, BELL_SPACE);
 }
 
 static void close_bells(struct usock *s)
@@ -125,6 +148,9 @@ static void conn_abort(struct usock *s, int fd)
 	}
 	atomic_store(&s->tcp_event, 1);
 	s->shut_wr = 1;
+	/* Whoever sleeps on the other side should find out now, not by its FIN. */
+	notify_data(s);
+	notify_space(s);
 }
 
 static uint64_t ring_for(int requested)
@@ -486,10 +512,14 @@ int conn_arm(struct usock *s, int fd, short events)
 	(void)fd;
 	if (!s->connected)
 		return 0;
-	if (events & POLLIN)
+	if (events & POLLIN) {
+		atomic_fetch_or_explicit(&s->rx.sh->cons_how, RING_WAKE_BELL, memory_order_relaxed);
 		ring_arm(&s->rx.sh->cons_wait);
-	if (events & POLLOUT)
+	}
+	if (events & POLLOUT) {
+		atomic_fetch_or_explicit(&s->tx.sh->prod_how, RING_WAKE_BELL, memory_order_relaxed);
 		ring_arm(&s->tx.sh->prod_wait);
+	}
 	return shm_ready(s, events) != 0;
 }
 
@@ -498,10 +528,60 @@ void conn_disarm(struct usock *s, short events)
 	/* An epoll registration relies on the arm staying in place. */
 	if (!conn_accel(s) || s->regs)
 		return;
-	if (events & POLLIN)
+	if (events & POLLIN) {
 		ring_disarm(&s->rx.sh->cons_wait);
-	if (events & POLLOUT)
+		atomic_store_explicit(&s->rx.sh->cons_how, 0, memory_order_relaxed);
+	}
+	if (events & POLLOUT) {
 		ring_disarm(&s->tx.sh->prod_wait);
+		atomic_store_explicit(&s->tx.sh->prod_how, 0, memory_order_relaxed);
+	}
+}
+
+/* How often a thread asleep on its futex looks at the TCP socket and the link
+ * group's channel anyway: a peer killed outright rings nothing, but its FIN and
+ * its channel's hang-up arrive, and are seen within this time. */
+#define FUTEX_SLICE_NS 200000000ull
+
+/* The sleep of a blocking call on an attached connection: one futex_wait, no
+ * descriptors. Returns like conn_wait(). */
+static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
+{
+	int in = events & POLLIN;
+	_Atomic uint32_t *how = in ? &s->rx.sh->cons_how : &s->tx.sh->prod_how;
+	_Atomic uint32_t *kick = in ? &s->rx.sh->prod_kick : &s->tx.sh->cons_kick;
+	_Atomic uint32_t *wait = in ? &s->rx.sh->cons_wait : &s->tx.sh->prod_wait;
+	uint32_t k = atomic_load_explicit(kick, memory_order_acquire);
+	uint64_t now = sys_now_ns(), slice = FUTEX_SLICE_NS;
+
+	if (deadline && deadline - now < slice)
+		slice = deadline > now ? deadline - now : 0;
+	atomic_fetch_or_explicit(how, RING_WAKE_FUTEX, memory_order_relaxed);
+	ring_arm(wait);
+	if (shm_ready(s, events)) {
+		conn_disarm(s, events);
+		return 0;
+	}
+	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
+	signal_wait_begin();
+	long r = slice ? futex(kick, FUTEX_WAIT, k, &ts) : (errno = ETIMEDOUT, -1);
+	int e = errno;
+	atomic_fetch_and_explicit(how, ~RING_WAKE_FUTEX, memory_order_relaxed);
+	conn_disarm(s, events);
+	if (r == 0 || e == EAGAIN)
+		return 0;
+	if (e == EINTR)
+		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
+	/* A slice ran out: look for what rings no bell. */
+	struct pollfd pf[2] = {{fd, (short)(in ? POLLIN | POLLRDHUP : 0), 0},
+			       {s->seg.lgr->ctl, 0, 0}};
+	if (real.poll(pf, 2, 0) > 0) {
+		if (pf[0].revents)
+			atomic_store(&s->tcp_event, 1);
+		if (pf[1].revents & (POLLHUP | POLLERR))
+			atomic_store(&s->peer_gone, 1);
+	}
+	return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
 }
 
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
@@ -522,6 +602,8 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 			sched_yield();
 		} while (sys_now_ns() < end);
 	}
+	if (!pending && s->connected && (events == POLLIN || events == POLLOUT))
+		return futex_wait_one(s, fd, events, deadline, has_timeout);
 	uint64_t dl = deadline;
 	if (pending && (!dl || s->deadline_ns < dl))
 		dl = s->deadline_ns;

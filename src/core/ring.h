@@ -24,16 +24,27 @@
 /* Flags the consumer publishes in its line. */
 #define RING_CF_CLOSED  0x1u   /* the consumer closed the socket: nobody will read */
 
+/* How a waiter wants to be woken (its "how" word): a thread blocked in a call on
+ * this socket sleeps on a futex, poll and epoll sleep on a doorbell descriptor. */
+#define RING_WAKE_FUTEX 0x1u
+#define RING_WAKE_BELL  0x2u
+
 /* Shared control block of one direction. A "wait" word is a generation counter:
- * odd means "I am about to sleep, ring my doorbell once"; the other side rings at
- * most once per odd value it sees. */
+ * odd means "I am about to sleep, wake me once"; the other side wakes at most
+ * once per odd value it sees. A "kick" word is the futex the other side sleeps
+ * on: the waker bumps its own before waking, so a wake-up that lands before the
+ * sleeper gets to futex_wait() is not lost. */
 struct ring_shared {
 	_Alignas(RING_CACHELINE) _Atomic uint64_t prod;
 	_Atomic uint32_t prod_wait;   /* producer waits for space */
 	_Atomic uint32_t prod_flags;
+	_Atomic uint32_t prod_how;    /* RING_WAKE_* for the producer's wait */
+	_Atomic uint32_t prod_kick;   /* the consumer sleeps on it for data */
 	_Alignas(RING_CACHELINE) _Atomic uint64_t cons;
 	_Atomic uint32_t cons_wait;   /* consumer waits for data */
 	_Atomic uint32_t cons_flags;
+	_Atomic uint32_t cons_how;    /* RING_WAKE_* for the consumer's wait */
+	_Atomic uint32_t cons_kick;   /* the producer sleeps on it for space */
 };
 
 /* Our private view of one direction: validated copies only. */

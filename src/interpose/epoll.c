@@ -30,6 +30,7 @@ struct epreg {
 	uint32_t events;
 	epoll_data_t data;
 	int disabled;       /* EPOLLONESHOT fired */
+	int deleted;        /* EPOLL_CTL_DEL: kept watched, so a later ADD costs nothing */
 	int queued;         /* on sh->ready */
 	uint64_t reported;  /* the wait call that last reported it */
 	int plain;          /* the socket fell back: move it to the real instance */
@@ -45,6 +46,7 @@ struct epshadow {
 	pthread_mutex_t ready_lock; /* the ready list only; taken last */
 	struct epreg *all, *ready;
 	uint64_t wait_seq;   /* numbers wait calls, so one call reports a socket once */
+	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
 };
 
 #define TAG_TCP ((uintptr_t)1)
@@ -134,12 +136,18 @@ fail:
 	return -1;
 }
 
-static struct epreg *reg_find(struct epshadow *sh, int fd)
+/* Registrations hang off their socket, so finding one is O(1) however many
+ * sockets the instance watches. Called with sh->lock held. */
+static struct epreg *reg_find(struct epshadow *sh, struct usock *s, int fd)
 {
-	for (struct epreg *r = sh->all; r; r = r->all_next)
-		if (r->fd == fd)
-			return r;
-	return NULL;
+	struct epreg *r;
+
+	pthread_mutex_lock(&s->lock);
+	for (r = s->regs; r; r = r->sock_next)
+		if (r->sh == sh && r->fd == fd)
+			break;
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 static int watch(struct epreg *r, int op)
@@ -197,6 +205,8 @@ static void kick(struct epshadow *sh)
 {
 	uint64_t one = 1;
 
+	if (!atomic_load(&sh->sleepers))
+		return; /* the next wait looks at the ready list before it sleeps */
 	if (write(sh->kick, &one, sizeof(one)) < 0) {
 		/* saturated: a wake-up is pending anyway */
 	}
@@ -222,7 +232,21 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 	int ret = 0;
 
 	pthread_mutex_lock(&sh->lock);
-	r = reg_find(sh, fd);
+	r = reg_find(sh, s, fd);
+	if (r && r->deleted) {
+		if (op != EPOLL_CTL_ADD) {
+			errno = ENOENT;
+			ret = -1;
+			goto out;
+		}
+		/* Event loops delete and re-add all the time; the watch never left. */
+		r->deleted = 0;
+		r->events = ev->events;
+		r->data = ev->data;
+		r->disabled = 0;
+		check_now(sh, r);
+		goto out;
+	}
 	if (op == EPOLL_CTL_ADD) {
 		if (r) {
 			errno = EEXIST;
@@ -258,9 +282,8 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 		r->disabled = 0;
 		check_now(sh, r);
 	} else {
-		watch(r, EPOLL_CTL_DEL);
-		reg_unlink(sh, r);
-		reg_free(r);
+		r->deleted = 1;
+		ready_unlink(sh, r);
 	}
 out:
 	pthread_mutex_unlock(&sh->lock);
@@ -275,7 +298,7 @@ static void reg_to_real(struct epshadow *sh, struct epreg *r)
 
 	watch(r, EPOLL_CTL_DEL);
 	reg_unlink(sh, r);
-	if (!r->disabled)
+	if (!r->disabled && !r->deleted)
 		real.epoll_ctl(sh->epfd, EPOLL_CTL_ADD, r->fd, &ev);
 	reg_free(r);
 }
@@ -388,7 +411,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 			reg_to_real(sh, r);
 			continue;
 		}
-		if (r->disabled)
+		if (r->disabled || r->deleted)
 			continue;
 		if (n == max || r->reported == sh->wait_seq) {
 			r->ready_next = keep;
@@ -437,6 +460,9 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
 
 	for (;;) {
+		/* Counted before looking at the ready list: a registration made ready
+		 * by another thread after that look must kick us out of the sleep. */
+		atomic_fetch_add(&sh->sleepers, 1);
 		pthread_mutex_lock(&sh->lock);
 		sh->wait_seq++;
 		int n = collect(sh, events, maxevents);
@@ -444,6 +470,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 
 		int tmo = n ? 0 : timeout < 0 ? -1 : timeout == 0 ? 0 : sys_ms_left(deadline);
 		int m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
+		atomic_fetch_sub(&sh->sleepers, 1);
 		if (m < 0)
 			return n ? n : -1;
 		int kept = n, marker = 0;

@@ -1,0 +1,141 @@
+/* An attacker holding a TCP connection of its own proposes a segment for it while a victim
+ * without usmc connects to the same accelerated echo server. The proposal names the
+ * attacker's socket, so it can only bind the connection that socket is: the victim's
+ * connection must stay plain TCP and byte-exact, and the forged segment must stay pending
+ * (the server never attached it).
+ *
+ * usage: forged_proposal own_socket|netns_twin
+ *   own_socket  the attacker's socket is connected to the server from its own port
+ *   netns_twin  the attacker's socket lives in a network namespace of its own, where it has
+ *               exactly the victim's 4-tuple (same addresses, same ports): the socket still
+ *               is not the victim's connection */
+#include "faults.h"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define RING 4096u
+
+/* A local port nobody uses right now. */
+static uint16_t free_port(void)
+{
+    uint16_t port;
+    int l = fl_listen(&port);
+
+    close(l);
+    return port;
+}
+
+static void loopback_up(void)
+{
+    struct ifreq ifr = {0};
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        FAIL("lo: %s", fl_errname(errno));
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        FAIL("bringing lo up: %s", fl_errname(errno));
+    close(s);
+}
+
+/* The attacker's socket: connected to the server (and accepted there already, as a plain
+ * connection, so that no proposal can bind it any more), or to a listener on the server's
+ * port in a fresh network namespace from the victim's port. */
+static int attacker_socket(bool twin, uint16_t server_port, uint16_t victim_port)
+{
+    if (!twin) {
+        int a = fl_raw_connect(fl_raw_socket(), server_port, 0);
+        fl_send_stream(a, true, 0, 100, 4);
+        fl_recv_stream(a, true, 0, 100, 4);
+        return a;
+    }
+    if (unshare(CLONE_NEWNET) < 0)
+        FAIL("unshare(CLONE_NEWNET): %s", fl_errname(errno));
+    loopback_up();
+    int l = fl_raw_socket();
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(server_port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(l, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(l, 1) < 0)
+        FAIL("twin listener: %s", fl_errname(errno));
+    return fl_raw_connect(fl_raw_socket(), server_port, victim_port);
+}
+
+int main(int argc, char **argv)
+{
+    struct fl_chan srv, att;
+    struct fl_forge f;
+    char ctl[4400];
+    bool twin;
+
+    fl_start(50);
+    if (argc != 2 || (strcmp(argv[1], "own_socket") && strcmp(argv[1], "netns_twin"))) {
+        fprintf(stderr, "usage: forged_proposal own_socket|netns_twin\n");
+        return 2;
+    }
+    twin = !strcmp(argv[1], "netns_twin");
+    fl_chan_init(&srv);
+    pid_t server = fl_fork();
+    if (server == 0) {
+        uint16_t port;
+        fl_chan_side(&srv, 1);
+        int l = fl_listen(&port);
+        fl_post(&srv, port);
+        fl_echo_server(l);
+    }
+    fl_chan_side(&srv, 0);
+    uint16_t port = (uint16_t)fl_wait(&srv);
+    uint16_t victim_port = free_port();
+    fl_ctl_path(server, ctl, sizeof(ctl));
+    /* Made here so that the forged segment stays visible to this process. */
+    fl_forge_init(&f, ctl, 1 << 20, 0, RING, 1);
+    struct seg_hdr *h = (struct seg_hdr *)f.base;
+
+    fl_chan_init(&att);
+    pid_t attacker = fl_fork();
+    if (attacker == 0) {
+        int fds[CLC_FD_MAX];
+        fl_chan_side(&att, 1);
+        int a = attacker_socket(twin, port, victim_port);
+        fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, a, fds));
+        fl_post(&att, 1);
+        fl_wait(&att);
+        _exit(0);
+    }
+    fl_chan_side(&att, 0);
+    fl_wait(&att); /* the proposal is queued at the server */
+
+    int v = fl_raw_connect(fl_raw_socket(), port, victim_port);
+    fl_send_stream(v, true, 0, 100000, 5);
+    bool echoed = fl_readable(v, 10000);
+    if (!echoed || atomic_load(&h->state) != SEG_PENDING || atomic_load(&h->ring[1].prod) != 0)
+        FAIL("the server attached the forged segment to the victim's connection: state %u, "
+             "%llu bytes produced into it, %s",
+             atomic_load(&h->state), (unsigned long long)atomic_load(&h->ring[1].prod),
+             echoed ? "echo arrived" : "no echo for the victim within 10 s");
+    fl_recv_stream(v, true, 0, 100000, 5);
+    if (atomic_load(&h->state) != SEG_PENDING || atomic_load(&h->ring[1].prod) != 0)
+        FAIL("the forged segment was attached: state %u, %llu bytes produced into it",
+             atomic_load(&h->state), (unsigned long long)atomic_load(&h->ring[1].prod));
+    CHECK(shutdown(v, SHUT_WR) == 0);
+    fl_expect_readable(v, 10000, "the victim's EOF");
+    fl_expect_eof(v, true);
+    close(v);
+
+    fl_post(&att, 1);
+    if (fl_reap(attacker) != 0)
+        FAIL("the attacker failed");
+    if (!fl_alive(server))
+        FAIL("the server died");
+    fl_probe_accelerated(port, 5000);
+    kill(server, SIGKILL);
+    fl_reap(server);
+    printf("%s: the victim stayed plain and exact, the forged segment pending\n", argv[1]);
+    return 0;
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Fault injection: hostile shared memory, hostile control messages and dying peers must cost
+# at most the connection concerned. Each test is one program run (with its arguments) under
+# `usmc run` in a fresh run directory; it must exit 0, and the counters `usmc stats` sums over
+# that directory must meet the test's expectations.
+#
+# usage: run.sh [NAME...]     (default: every test in the table below)
+# USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build); programs are
+#                 compiled into DIR/tests/faults.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root" || exit 1
+build=${USMC_BUILD:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+out=$build/tests/faults
+usmc=$build/bin/usmc
+cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -I"$root/src/core")
+
+# name | program and arguments | stats expectations (counter>N or counter==N) | environment
+tests=(
+    "corrupt_prod_ahead|corrupt_cursor prod_ahead|conn_accelerated>1 conn_aborted>0|"
+    "corrupt_prod_back|corrupt_cursor prod_back|conn_accelerated>1 conn_aborted>0|"
+    "corrupt_cons_ahead|corrupt_cursor cons_ahead|conn_accelerated>1 conn_aborted>0|"
+    "corrupt_cons_back|corrupt_cursor cons_back|conn_accelerated>1 conn_aborted>0|"
+    "corrupt_flags_garbage|corrupt_cursor flags_garbage|conn_accelerated>1 conn_aborted==0|"
+    "corrupt_state_garbage|corrupt_cursor state_garbage|conn_accelerated>1 conn_aborted==0|"
+    "corrupt_tcp_bytes|corrupt_cursor tcp_bytes|conn_accelerated>1 conn_aborted>0|"
+    "hostile_ctl_decoder|hostile_ctl decoder|conn_accelerated>1 handshake_errors>0|USMC_HANDSHAKE_TIMEOUT_MS=300"
+    "hostile_ctl_binding|hostile_ctl binding|conn_accelerated>1 handshake_errors>0|USMC_HANDSHAKE_TIMEOUT_MS=300"
+    "hostile_ctl_elsewhere|hostile_ctl elsewhere|conn_accelerated>1|USMC_HANDSHAKE_TIMEOUT_MS=300"
+    "hostile_ctl_replay|hostile_ctl replay|conn_accelerated>1|USMC_HANDSHAKE_TIMEOUT_MS=300"
+    "forged_own_socket|forged_proposal own_socket|conn_accelerated>0 conn_fallback>0|"
+    "forged_netns_twin|forged_proposal netns_twin|conn_accelerated>0 conn_fallback>0|"
+    "shm_arena_short|shm_resources arena_short|conn_accelerated>0|"
+    "shm_arena_shrunk|shm_resources arena_shrunk|conn_accelerated>1|"
+    "shm_bell_saturated|shm_resources bell_saturated|conn_accelerated>1|"
+    "peer_dies_writer|peer_dies_with_data writer|conn_accelerated>1|"
+    "peer_dies_reader|peer_dies_with_data reader|conn_accelerated>1|"
+)
+
+passed=0 failed=0
+mkdir -p "$out" || exit 1
+
+pass() {
+    echo "PASS $1"
+    passed=$((passed + 1))
+}
+
+# fail NAME REASON [FILE...]: the files' contents follow the reason, indented.
+fail() {
+    local name=$1 reason=$2 f
+    shift 2
+    echo "FAIL $name: $reason"
+    for f; do
+        [ -s "$f" ] && sed 's/^/    /' "$f" | head -n 40
+    done
+    failed=$((failed + 1))
+}
+
+compile() {
+    local prog=$1 bin=$out/$1
+    if [ -e "$bin" ] && [ "$bin" -nt "$here/$prog.c" ] && [ "$bin" -nt "$here/faults.c" ] &&
+        [ "$bin" -nt "$here/faults.h" ]; then
+        return 0
+    fi
+    cc "${cflags[@]}" "$here/$prog.c" "$here/faults.c" -o "$bin" >"$out/$prog.cc" 2>&1
+}
+
+stat_value() {
+    awk -v k="$1" '$1 == k { print $2; found = 1 } END { if (!found) print 0 }' "$2"
+}
+
+# check_stats EXPECTATIONS FILE: prints the first unmet expectation.
+check_stats() {
+    local e key op want have
+    for e in $1; do
+        if [[ $e =~ ^([a-z_]+)(==|\>)([0-9]+)$ ]]; then
+            key=${BASH_REMATCH[1]} op=${BASH_REMATCH[2]} want=${BASH_REMATCH[3]}
+        else
+            echo "bad expectation '$e'"
+            return
+        fi
+        have=$(stat_value "$key" "$2")
+        if { [ "$op" = ">" ] && [ "$have" -le "$want" ]; } ||
+            { [ "$op" = "==" ] && [ "$have" -ne "$want" ]; }; then
+            echo "$key is $have, expected $op $want"
+            return
+        fi
+    done
+}
+
+run_one() {
+    local name=$1 cmd=$2 expect=$3 env=$4 prog rundir rc log=$out/$1.out stats=$out/$1.stats
+    local -a argv envv
+    read -r -a argv <<<"$cmd"
+    read -r -a envv <<<"$env"
+    prog=${argv[0]}
+    if ! compile "$prog"; then
+        fail "$name" "$prog.c does not compile" "$out/$prog.cc"
+        return
+    fi
+    rundir=$(mktemp -d "${TMPDIR:-/tmp}/usmc-faults.XXXXXX") || exit 1
+    env ${envv[@]+"${envv[@]}"} timeout 60 "$usmc" run --rundir "$rundir" -- \
+        "$out/$prog" "${argv[@]:1}" >"$log" 2>&1
+    rc=$?
+    "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
+    rm -rf "$rundir"
+    if [ $rc -ne 0 ]; then
+        [ $rc -eq 124 ] && echo "timed out after 60s" >>"$log"
+        fail "$name" "exit status $rc" "$log"
+        return
+    fi
+    local unmet
+    unmet=$(check_stats "$expect" "$stats")
+    if [ -n "$unmet" ]; then
+        fail "$name" "stats: $unmet" "$stats"
+        return
+    fi
+    pass "$name"
+}
+
+if [ ! -x "$usmc" ]; then
+    echo "run.sh: $usmc is missing (run make)"
+    echo "0 passed, ${#tests[@]} failed"
+    exit 1
+fi
+for t in "${tests[@]}"; do
+    IFS='|' read -r name cmd expect env <<<"$t"
+    if [ $# -gt 0 ]; then
+        want=0
+        for a; do [ "$a" = "$name" ] && want=1; done
+        [ $want -eq 1 ] || continue
+    fi
+    run_one "$name" "$cmd" "$expect" "$env"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -34,13 +34,15 @@ run_suite() {
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 }
 
-for suite in unit conformance apps fuzz; do
+for suite in unit conformance faults apps fuzz; do
     if [ -e "tests/$suite/run.sh" ]; then
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi
 done
-if [ -d build-asan ] && [ -e tests/conformance/run.sh ]; then
-    run_suite conformance-asan USMC_BUILD=build-asan bash tests/conformance/run.sh
+if [ -d build-asan ]; then
+    for suite in conformance faults; do
+        run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
+    done
 fi
 
 printf '\n%s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"

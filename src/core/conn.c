@@ -135,8 +135,9 @@ static void shm_teardown(struct usock *s)
 	memset(&s->seg, 0, sizeof(s->seg));
 }
 
-/* Shared state broke its invariants: this connection is over, as if reset. The
- * kernel socket gets a real RST so the peer learns it the same way. */
+/* Shared state broke its invariants: this connection is over. We get ECONNRESET
+ * now; the peer gets our FIN at once, and the kernel's RST for anything it still
+ * writes (its writes go to TCP from here on) or when we close (linger 0). */
 static void conn_abort(struct usock *s, int fd)
 {
 	struct linger lg = {1, 0};
@@ -148,6 +149,8 @@ static void conn_abort(struct usock *s, int fd)
 	}
 	atomic_store(&s->tcp_event, 1);
 	s->shut_wr = 1;
+	atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR, memory_order_release);
+	atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED, memory_order_release);
 	/* Whoever sleeps on the other side should find out now, not by its FIN. */
 	notify_data(s);
 	notify_space(s);
@@ -169,7 +172,9 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	char path[4200];
 	enum decline why;
 	struct lgr *g = NULL;
-	int bells[4] = {-1, -1, -1, -1}, r, e;
+	/* [i][0] is polled by the side that sleeps, [i][1] rung by the other: ours are
+	 * 0 (data) and 1 (space), the server's 2 and 3. */
+	int pairs[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}}, r, e;
 
 	if (mode_of(s) != MODE_NEW) {
 		r = real.connect(fd, addr, len);
@@ -189,10 +194,11 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	}
 	why = DECL_MEMORY;
 	for (int i = 0; i < 4; i++)
-		if ((bells[i] = dev->doorbell_create()) < 0)
+		if (dev->doorbell_create(pairs[i]) < 0)
 			goto plain;
 	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
-	e = lgr_propose(g, s, fd, rs, &s->seg, bells);
+	int theirs[4] = {pairs[0][1], pairs[1][1], pairs[2][0], pairs[3][0]};
+	e = lgr_propose(g, s, fd, rs, &s->seg, theirs);
 	if (e) {
 		why = e == -EPIPE ? DECL_NO_DEVICE : DECL_MEMORY;
 		goto plain;
@@ -201,8 +207,12 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	g = NULL;
 	rings_setup(s);
 	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
-	memcpy(s->bell, bells, sizeof(s->bell));
-	memcpy(s->peer_bell, bells + 2, sizeof(s->peer_bell));
+	for (int i = 0; i < 4; i++)
+		real.close(theirs[i]);
+	s->bell[BELL_DATA] = pairs[0][0];
+	s->bell[BELL_SPACE] = pairs[1][0];
+	s->peer_bell[BELL_DATA] = pairs[2][1];
+	s->peer_bell[BELL_SPACE] = pairs[3][1];
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	atomic_store(&s->mode, MODE_PENDING);
 	r = real.connect(fd, addr, len);
@@ -218,9 +228,9 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	errno = e;
 	return r;
 plain:
-	for (int i = 0; i < 4; i++)
-		if (bells[i] >= 0)
-			real.close(bells[i]);
+	for (int i = 0; i < 8; i++)
+		if (pairs[i / 2][i % 2] >= 0)
+			real.close(pairs[i / 2][i % 2]);
 	if (g)
 		lgr_put(g);
 	r = real.connect(fd, addr, len);
@@ -840,6 +850,15 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			ssize_t r = real.recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 			if (r == 0)
 				break;
+			if (r > 0) {
+				/* Payload on the TCP socket of an attached connection: the
+				 * peer broke the protocol, and the stream cannot be trusted. */
+				conn_abort(s, fd);
+				if (done)
+					break;
+				errno = ECONNRESET;
+				goto fail;
+			}
 			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
 				if (done)
 					break;

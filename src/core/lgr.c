@@ -6,6 +6,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -449,6 +454,15 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, in
 {
 	struct arena *a;
 
+	/* Ids only grow: a replayed or reordered proposal is refused outright. */
+	if (p->conn_id <= g->next_conn_id) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		if (p->flags & CLC_F_NEW_ARENA)
+			real.close(fds[CLC_FD_ARENA]);
+		goto drop;
+	}
+	g->next_conn_id = p->conn_id;
+
 	if (p->flags & CLC_F_NEW_ARENA) {
 		int fd = fds[CLC_FD_ARENA];
 		a = NULL;
@@ -578,10 +592,23 @@ static int sock_names(int fd, struct addr *local, struct addr *peer)
 	return 0;
 }
 
-/* Moves proposals whose client socket is now connected into the buckets. */
+static int prop_stale(struct prop *p, const void *now)
+{
+	return *(const uint64_t *)now - p->born_ns > (uint64_t)cfg.handshake_ms * 2000000ull;
+}
+
+/* Moves proposals whose client socket is now connected into the buckets, and,
+ * now and then, expires those nobody accepted (a socket connected to
+ * some other listener, a NAT we could not recognise): each holds descriptors. */
 static void server_resolve(void)
 {
+	static uint64_t last_sweep;
 	uint64_t now = sys_now_ns(), stale = (uint64_t)cfg.handshake_ms * 2000000ull;
+
+	if (now - last_sweep > (stale / 4 < 1000000000ull ? stale / 4 : 1000000000ull)) {
+		last_sweep = now;
+		props_filter(prop_stale, &now, decline_code(DECL_TIMEOUT));
+	}
 
 	for (struct prop **pp = &srv.unresolved; *pp;) {
 		struct prop *p = *pp;
@@ -598,6 +625,17 @@ static void server_resolve(void)
 			pp = &p->next;
 		}
 	}
+}
+
+static int same_netns(int a, int b)
+{
+	uint64_t ca = 0, cb = 0;
+	socklen_t la = sizeof(ca), lb = sizeof(cb);
+
+	if (real.getsockopt(a, SOL_SOCKET, SO_NETNS_COOKIE, &ca, &la) < 0 ||
+	    real.getsockopt(b, SOL_SOCKET, SO_NETNS_COOKIE, &cb, &lb) < 0)
+		return 1; /* a kernel without cookies cannot tell; the 4-tuple decides */
+	return ca == cb;
 }
 
 int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int bells[4],
@@ -641,6 +679,13 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *
 	pthread_mutex_unlock(&srv.lock);
 	if (!hit)
 		return 0;
+	if (!same_netns(hit->fds[CLC_FD_TCP], tcpfd) && addr_is_loopback(&peer)) {
+		/* Loopback never crosses namespaces: a socket with the same 4-tuple in
+		 * another namespace is not the peer of the one we accepted. */
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		prop_drop(hit, decline_code(DECL_BINDING));
+		return 0;
+	}
 
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	*loc = (struct seg_loc){hit->lgr, a, hit->p.seg_off, hit->p.seg_size,

@@ -43,7 +43,7 @@ struct lgr {
 	int refs;               /* connections using it + 1 while it is usable */
 	int dead;               /* the channel hung up or broke */
 	uint32_t next_arena_id;
-	uint64_t next_conn_id;
+	uint64_t next_conn_id;      /* client: last id given; server: last id accepted */
 	struct arena *arenas;
 	struct seg_ref *free, *zombies;  /* client: reusable / waiting for the server */
 	struct usock *pending;           /* client: proposed, not yet resolved */

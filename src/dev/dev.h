@@ -14,8 +14,10 @@ struct dev_ops {
 	int (*arena_create)(uint64_t size);            /* returns a descriptor or -errno */
 	void *(*arena_map)(int fd, uint64_t size);     /* NULL on failure */
 	void (*arena_unmap)(void *base, uint64_t size);
-	/* Doorbells: one per endpoint; the peer rings it, we sleep on it. */
-	int (*doorbell_create)(void);
+	/* Doorbells for poll and epoll: fds[0] is polled and cleared by the waiter,
+	 * fds[1] rung by the other side. Ringing never blocks, whatever the other
+	 * side does to the descriptors it holds. */
+	int (*doorbell_create)(int fds[2]);
 	void (*doorbell_ring)(int fd);
 	void (*doorbell_clear)(int fd);
 	/* Control channel: reliable, message-oriented, passes descriptors, and

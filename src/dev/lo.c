@@ -1,25 +1,29 @@
-/* The local device: memfd arenas, eventfd doorbells and a Unix seqpacket control
+/* The local device: memfd arenas, socket-pair doorbells and a Unix seqpacket control
  * channel in the runtime directory (whose permissions are the trust domain). */
 #include "dev.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "../core/sys.h"
 
+/* The arena is sealed at its size: a peer that could shrink it would make our
+ * next touch of its pages a SIGBUS. */
+#define ARENA_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
 static int lo_arena_create(uint64_t size)
 {
-	int fd = memfd_create("usmc-arena", MFD_CLOEXEC);
+	int fd = memfd_create("usmc-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size) < 0) {
+	if (ftruncate(fd, (off_t)size) < 0 || real.fcntl(fd, F_ADD_SEALS, ARENA_SEALS) < 0) {
 		int e = errno;
 		real.close(fd);
 		return -e;
@@ -27,8 +31,16 @@ static int lo_arena_create(uint64_t size)
 	return fd;
 }
 
+/* Maps an arena received from a peer only if it can never be shorter than it
+ * claims. */
 static void *lo_arena_map(int fd, uint64_t size)
 {
+	struct stat st;
+	int seals = real.fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || (seals & ARENA_SEALS) != ARENA_SEALS || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size < size)
+		return NULL;
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	return p == MAP_FAILED ? NULL : p;
@@ -39,27 +51,30 @@ static void lo_arena_unmap(void *base, uint64_t size)
 	munmap(base, size);
 }
 
-static int lo_doorbell_create(void)
+/* A socket pair, not an eventfd: file status flags are shared by every holder of
+ * a descriptor, so a peer could make an eventfd blocking and stall whoever rings
+ * it. MSG_DONTWAIT holds whatever the flags say. */
+static int lo_doorbell_create(int fds[2])
 {
-	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-
-	return fd < 0 ? -errno : sys_fd_high(fd);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) < 0)
+		return -errno;
+	fds[0] = sys_fd_high(fds[0]);
+	fds[1] = sys_fd_high(fds[1]);
+	return 0;
 }
 
 static void lo_doorbell_ring(int fd)
 {
-	uint64_t one = 1;
-
-	/* EAGAIN only when the counter is saturated: the bell is already ringing. */
-	while (real.write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
+	/* A full pair means the bell is ringing already. */
+	while (real.send(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR)
 		;
 }
 
 static void lo_doorbell_clear(int fd)
 {
-	uint64_t v;
+	char buf[64];
 
-	while (real.read(fd, &v, sizeof(v)) < 0 && errno == EINTR)
+	while (real.recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == (ssize_t)sizeof(buf))
 		;
 }
 

@@ -526,8 +526,11 @@ void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size
     f->ctl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (f->ctl < 0 || connect(f->ctl, (struct sockaddr *)&sun, sizeof(sun)) < 0)
         FAIL("connect to %s: %s", ctl_path, fl_errname(errno));
-    f->memfd = memfd_create("forged-arena", MFD_CLOEXEC);
-    if (f->memfd < 0 || ftruncate(f->memfd, (off_t)arena_size) < 0)
+    /* Sealed at its size, as the library's own arenas are: an unsealed one is refused
+     * before anything else about the proposal is looked at. */
+    f->memfd = memfd_create("forged-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (f->memfd < 0 || ftruncate(f->memfd, (off_t)arena_size) < 0 ||
+        fcntl(f->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
         FAIL("memfd: %s", fl_errname(errno));
     f->arena_size = arena_size;
     f->base = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);

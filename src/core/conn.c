@@ -475,6 +475,15 @@ short conn_tcp_state(struct usock *s, int fd)
 	return pf.revents;
 }
 
+void conn_bell_clear(struct usock *s, int bell_fd, const void *except)
+{
+	if (bell_fd < 0)
+		return;
+	dev->doorbell_clear(bell_fd);
+	if (s->regs)
+		epoll_sock_rang(s, except);
+}
+
 void conn_note_tcp_event(struct usock *s)
 {
 	atomic_store(&s->tcp_event, 1);
@@ -642,7 +651,7 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
 	for (int i = n; i < n + nb; i++)
 		if (pf[i].revents)
-			dev->doorbell_clear(pf[i].fd);
+			conn_bell_clear(s, pf[i].fd, NULL);
 	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
 		atomic_store(&s->tcp_event, 1);
 	if (!s->connected && (pf[0].revents & POLLOUT))

@@ -99,6 +99,9 @@ int conn_arm(struct usock *s, int fd, short events);
 void conn_disarm(struct usock *s, short events);
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
+/* Empties one of our doorbells (it holds what it was rung with), passing the
+ * wake-up on to every epoll set but except. */
+void conn_bell_clear(struct usock *s, int bell_fd, const void *except);
 /* For the event loops: a doorbell rang or the TCP socket reported something. */
 void conn_note_tcp_event(struct usock *s);
 

@@ -7,6 +7,10 @@ struct usock;
 /* A pending connection fell back to plain TCP: its epoll registrations must now
  * watch the kernel socket itself. */
 void epoll_sock_fallback(struct usock *s, int fd);
+/* A doorbell of the socket was emptied by someone (poll, a blocked call, one
+ * epoll set): every other epoll set watching the socket must still hear it.
+ * except: the epoll set that emptied it, or NULL. */
+void epoll_sock_rang(struct usock *s, const void *except);
 /* The socket is being destroyed: forget its epoll registrations. */
 void epoll_sock_closed(struct usock *s);
 /* Before a blocking wait: forget the last signal seen by this thread. */

@@ -49,7 +49,10 @@ struct epshadow {
 	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
 };
 
+/* Which of a registration's three descriptors fired, in the low bits of its data. */
 #define TAG_TCP ((uintptr_t)1)
+#define TAG_SPACE ((uintptr_t)2)
+#define TAG_MASK ((uintptr_t)3)
 
 static void ready_push(struct epshadow *sh, struct epreg *r)
 {
@@ -163,6 +166,7 @@ static int watch(struct epreg *r, int op)
 	}
 	if (real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_DATA], &ev) < 0)
 		return -1;
+	ev.data.ptr = (void *)((uintptr_t)r | TAG_SPACE);
 	if (real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_SPACE], &ev) < 0)
 		goto undo1;
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
@@ -207,7 +211,7 @@ static void kick(struct epshadow *sh)
 
 	if (!atomic_load(&sh->sleepers))
 		return; /* the next wait looks at the ready list before it sleeps */
-	if (write(sh->kick, &one, sizeof(one)) < 0) {
+	if (real.write(sh->kick, &one, sizeof(one)) < 0) {
 		/* saturated: a wake-up is pending anyway */
 	}
 }
@@ -315,6 +319,17 @@ void epoll_sock_fallback(struct usock *s, int fd)
 	}
 }
 
+void epoll_sock_rang(struct usock *s, const void *except)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct epreg *r = s->regs; r; r = r->sock_next)
+		if (r->sh != except) {
+			ready_push(r->sh, r);
+			kick(r->sh);
+		}
+	pthread_mutex_unlock(&s->lock);
+}
+
 void epoll_sock_closed(struct usock *s)
 {
 	for (;;) {
@@ -371,15 +386,20 @@ static void harvest(struct epshadow *sh)
 		n = real.epoll_wait(sh->ifd, ev, 64, 0);
 		for (int i = 0; i < n; i++) {
 			uintptr_t p = (uintptr_t)ev[i].data.ptr;
-			struct epreg *r = (struct epreg *)(p & ~TAG_TCP);
+			struct epreg *r = (struct epreg *)(p & ~TAG_MASK);
 			if (!r) {
 				uint64_t v;
-				if (read(sh->kick, &v, sizeof(v)) < 0) {
+				if (real.read(sh->kick, &v, sizeof(v)) < 0) {
 					/* already drained by another waiter */
 				}
 				continue;
 			}
-			if (p & TAG_TCP) {
+			if (!(p & TAG_TCP)) {
+				/* A doorbell holds what it was rung with until read: empty it,
+				 * or it fills up and rings no more. */
+				conn_bell_clear(r->s, r->s->bell[(p & TAG_SPACE) ? BELL_SPACE : BELL_DATA],
+						sh);
+			} else {
 				/* The TCP socket carries no data: only its FIN, RST, errors
 				 * and the end of connect() say anything new. */
 				if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))

@@ -12,7 +12,6 @@
 
 #include "../core/conn.h"
 #include "../core/sys.h"
-#include "../dev/dev.h"
 #include "fdtab.h"
 
 #define STACK_FDS 64
@@ -64,9 +63,14 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		if (r < 0)
 			break;
 		if (sleep)
-			for (nfds_t i = n; i < k; i++)
-				if (p[i].revents)
-					dev_lo.doorbell_clear(p[i].fd);
+			for (nfds_t i = 0, j = n; i < n; i++) {
+				if (!acc[i])
+					continue;
+				if ((fds[i].events & POLLIN) && p[j++].revents)
+					conn_bell_clear(acc[i], acc[i]->bell[BELL_DATA], NULL);
+				if ((fds[i].events & POLLOUT) && p[j++].revents)
+					conn_bell_clear(acc[i], acc[i]->bell[BELL_SPACE], NULL);
+			}
 		for (nfds_t i = 0; i < n; i++) {
 			fds[i].revents = acc[i] ? conn_revents(acc[i], fds[i].fd, fds[i].events, p[i].revents)
 						: p[i].revents;

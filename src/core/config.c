@@ -66,7 +66,7 @@ int config_load(void)
 	cfg.ring_size = pow2_ceil(v);
 	bad |= env_u64("USMC_ARENA_SIZE", 256 << 20, 1 << 20, 1ull << 32, &v);
 	cfg.arena_size = (v + 4095) & ~4095ull;
-	bad |= env_u64("USMC_BUSY_POLL_US", 0, 0, 1000000, &v);
+	bad |= env_u64("USMC_BUSY_POLL_US", 10, 0, 1000000, &v);
 	cfg.busy_poll_us = (uint32_t)v;
 	bad |= env_u64("USMC_HANDSHAKE_TIMEOUT_MS", 10000, 1, 3600000, &v);
 	cfg.handshake_ms = (uint32_t)v;

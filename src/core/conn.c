@@ -603,6 +603,52 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 	return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
 }
 
+/* Busy-polling before sleeping. A reader or writer whose peer answers within
+ * USMC_BUSY_POLL_US, or keeps moving its cursor (draining or filling the ring on
+ * another core), wins by spinning rather than sleeping and being woken two
+ * system calls later. Spinning cannot win when the peer runs on our own core
+ * (it would only delay it), so each side publishes the core it last ran on and
+ * nobody spins against a peer on its own. */
+#define SPIN_MAX_NS 50000ull
+#define PUBLISH_CHUNK (16u << 10)
+
+static void note_cpu(_Atomic uint32_t *mine)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu >= 0 && atomic_load_explicit(mine, memory_order_relaxed) != (uint32_t)cpu)
+		atomic_store_explicit(mine, (uint32_t)cpu, memory_order_relaxed);
+}
+
+static int spin(struct usock *s, short events)
+{
+	int in = events == POLLIN;
+	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
+	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
+	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
+	int cpu = sched_getcpu();
+
+	if (!idle || cfg.ncpus < 2 || cpu < 0 ||
+	    atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu)
+		return 0;
+	uint64_t start = sys_now_ns(), now = start, moved = start;
+	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
+	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
+
+	while (now - start < limit && now - moved < idle) {
+		if (shm_ready(s, events))
+			return 1;
+		__builtin_ia32_pause();
+		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed);
+		now = sys_now_ns();
+		if (c != seen) {
+			seen = c;
+			moved = now;
+		}
+	}
+	return 0;
+}
+
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
  * group's channel speaks or hangs up, or the deadline passes. Returns 0 to
  * re-check, -ETIMEDOUT or -EINTR. */
@@ -613,14 +659,8 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	struct lgr *g = s->seg.lgr;
 	int pending = mode_of(s) == MODE_PENDING;
 
-	if (cfg.busy_poll_us && cfg.ncpus > 1 && s->connected) {
-		uint64_t end = sys_now_ns() + cfg.busy_poll_us * 1000ull;
-		do {
-			if (shm_ready(s, events))
-				return 0;
-			sched_yield();
-		} while (sys_now_ns() < end);
-	}
+	if (!pending && s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
+		return 0;
 	if (!pending && s->connected && (events == POLLIN || events == POLLOUT))
 		return futex_wait_one(s, fd, events, deadline, has_timeout);
 	uint64_t dl = deadline;
@@ -750,7 +790,12 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		if (space && done < want) {
 			size_t n = want - done < space ? want - done : (size_t)space;
+			/* Publish large writes in pieces, so the reader copies out one
+			 * piece while we copy in the next. */
+			if (n > PUBLISH_CHUNK)
+				n = PUBLISH_CHUNK;
 			ring_produce(&s->tx, iov, iovcnt, done, n);
+			note_cpu(&s->tx.sh->prod_cpu);
 			done += n;
 			stat_add(STAT_BYTES_SENT, n);
 			notify_data(s);
@@ -839,6 +884,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			done += n;
 			if (!peek) {
 				ring_consume(&s->rx, n);
+				note_cpu(&s->rx.sh->cons_cpu);
 				stat_add(STAT_BYTES_RECV, n);
 				/* Waking a writer for a sliver of room only to sleep
 				 * again wastes two system calls: wait for a third. */

@@ -40,11 +40,13 @@ struct ring_shared {
 	_Atomic uint32_t prod_flags;
 	_Atomic uint32_t prod_how;    /* RING_WAKE_* for the producer's wait */
 	_Atomic uint32_t prod_kick;   /* the consumer sleeps on it for data */
+	_Atomic uint32_t prod_cpu;    /* core the producer last ran on (spinning policy) */
 	_Alignas(RING_CACHELINE) _Atomic uint64_t cons;
 	_Atomic uint32_t cons_wait;   /* consumer waits for data */
 	_Atomic uint32_t cons_flags;
 	_Atomic uint32_t cons_how;    /* RING_WAKE_* for the consumer's wait */
 	_Atomic uint32_t cons_kick;   /* the producer sleeps on it for space */
+	_Atomic uint32_t cons_cpu;    /* core the consumer last ran on */
 };
 
 /* Our private view of one direction: validated copies only. */

@@ -31,13 +31,13 @@ static void *maybe(const char *name)
 void sys_init(void)
 {
 #define R(n) (*(void **)&sys_real.n = must(#n))
-	R(socket); R(connect); R(bind); R(listen); R(accept); R(accept4); R(close);
+	R(socket); R(connect); R(bind); R(listen); R(accept4); R(close);
 	R(shutdown); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(setsockopt);
 	R(getsockopt); R(read); R(write); R(readv); R(writev); R(recv); R(send);
 	R(recvfrom); R(sendto); R(recvmsg); R(sendmsg); R(recvmmsg); R(sendmmsg);
 	R(sendfile); R(splice); R(poll); R(ppoll); R(select); R(pselect); R(epoll_create);
 	R(epoll_create1); R(epoll_ctl); R(epoll_wait); R(epoll_pwait); R(sigaction);
-	R(open); R(fork);
+	R(open);
 #undef R
 	*(void **)&sys_real.epoll_pwait2 = maybe("epoll_pwait2");
 	sys_ready = 1;

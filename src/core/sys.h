@@ -17,7 +17,6 @@ struct sys_calls {
 	int (*connect)(int, const struct sockaddr *, socklen_t);
 	int (*bind)(int, const struct sockaddr *, socklen_t);
 	int (*listen)(int, int);
-	int (*accept)(int, struct sockaddr *, socklen_t *);
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*close)(int);
 	int (*shutdown)(int, int);
@@ -56,7 +55,6 @@ struct sys_calls {
 			    const sigset_t *);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	int (*open)(const char *, int, ...);
-	pid_t (*fork)(void);
 };
 
 extern struct sys_calls sys_real;

@@ -26,12 +26,13 @@ enum clc_type {
 /* Fds that travel with a PROPOSAL, in this order. */
 enum clc_fd {
 	CLC_FD_TCP = 0,      /* the client's TCP socket: binding proof */
-	CLC_FD_BELLS,        /* four doorbells follow: client data, client space,
-				server data, server space (see conn.h) */
-	CLC_FD_ARENA = CLC_FD_BELLS + 4, /* only with CLC_F_NEW_ARENA: the arena memfd */
+	CLC_FD_BELLS,        /* CLC_NBELLS doorbell ends follow: the one the server rings
+				to wake the client, the one the server sleeps on */
+	CLC_FD_ARENA = CLC_FD_BELLS + 2, /* only with CLC_F_NEW_ARENA: the arena memfd */
 	CLC_FD_MAX
 };
 
+#define CLC_NBELLS 2
 #define CLC_F_NEW_ARENA 0x1u
 
 struct clc_hdr {

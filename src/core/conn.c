@@ -38,7 +38,7 @@ struct usock *usock_new(int family, int nonblock)
 	pthread_mutex_init(&s->tx_lock, NULL);
 	s->family = family;
 	s->nonblock = nonblock;
-	s->bell[0] = s->bell[1] = s->peer_bell[0] = s->peer_bell[1] = -1;
+	s->bell = s->peer_bell = -1;
 	return s;
 }
 
@@ -62,9 +62,9 @@ static int mode_of(struct usock *s)
 	return atomic_load_explicit(&s->mode, memory_order_acquire);
 }
 
-static void ring_peer(struct usock *s, enum bell b)
+static void ring_peer(struct usock *s)
 {
-	dev->doorbell_ring(s->peer_bell[b]);
+	dev->doorbell_ring(s->peer_bell);
 	stat_add(STAT_DOORBELLS, 1);
 }
 
@@ -76,7 +76,7 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct tim
 
 /* Wakes a waiter the way it asked for: its futex, its doorbell, or both when a
  * blocked call and an epoll registration wait at once. */
-static void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick, enum bell b)
+static void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick)
 {
 	uint32_t h = atomic_load_explicit(how, memory_order_relaxed);
 
@@ -86,32 +86,30 @@ static void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick,
 		stat_add(STAT_DOORBELLS, 1);
 	}
 	if (h & RING_WAKE_BELL || !(h & RING_WAKE_FUTEX))
-		ring_peer(s, b);
+		ring_peer(s);
 }
 
 /* Producer side: data was published or the stream ended. */
 static void notify_data(struct usock *s)
 {
 	if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
-		wake(s, &s->tx.sh->cons_how, &s->tx.sh->prod_kick, BELL_DATA);
+		wake(s, &s->tx.sh->cons_how, &s->tx.sh->prod_kick);
 }
 
 /* Consumer side: room was made, or nobody will read any more. */
 static void notify_space(struct usock *s)
 {
 	if (ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung))
-		wake(s, &s->rx.sh->prod_how, &s->rx.sh->cons_kick, BELL_SPACE);
+		wake(s, &s->rx.sh->prod_how, &s->rx.sh->cons_kick);
 }
 
 static void close_bells(struct usock *s)
 {
-	for (int i = 0; i < 2; i++) {
-		if (s->bell[i] >= 0)
-			real.close(s->bell[i]);
-		if (s->peer_bell[i] >= 0)
-			real.close(s->peer_bell[i]);
-		s->bell[i] = s->peer_bell[i] = -1;
-	}
+	if (s->bell >= 0)
+		real.close(s->bell);
+	if (s->peer_bell >= 0)
+		real.close(s->peer_bell);
+	s->bell = s->peer_bell = -1;
 }
 
 /* The rings as seen from this end: the client produces into ring 0 and consumes
@@ -172,9 +170,9 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	char path[4200];
 	enum decline why;
 	struct lgr *g = NULL;
-	/* [i][0] is polled by the side that sleeps, [i][1] rung by the other: ours are
-	 * 0 (data) and 1 (space), the server's 2 and 3. */
-	int pairs[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}}, r, e;
+	/* [i][0] is polled by the side that sleeps, [i][1] rung by the other: pair 0
+	 * is ours, pair 1 the server's. */
+	int pairs[2][2] = {{-1, -1}, {-1, -1}}, r, e;
 
 	if (mode_of(s) != MODE_NEW) {
 		r = real.connect(fd, addr, len);
@@ -193,11 +191,11 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		goto plain;
 	}
 	why = DECL_MEMORY;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 2; i++)
 		if (dev->doorbell_create(pairs[i]) < 0)
 			goto plain;
 	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
-	int theirs[4] = {pairs[0][1], pairs[1][1], pairs[2][0], pairs[3][0]};
+	int theirs[CLC_NBELLS] = {pairs[0][1], pairs[1][0]};
 	e = lgr_propose(g, s, fd, rs, &s->seg, theirs);
 	if (e) {
 		why = e == -EPIPE ? DECL_NO_DEVICE : DECL_MEMORY;
@@ -207,12 +205,10 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	g = NULL;
 	rings_setup(s);
 	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < CLC_NBELLS; i++)
 		real.close(theirs[i]);
-	s->bell[BELL_DATA] = pairs[0][0];
-	s->bell[BELL_SPACE] = pairs[1][0];
-	s->peer_bell[BELL_DATA] = pairs[2][1];
-	s->peer_bell[BELL_SPACE] = pairs[3][1];
+	s->bell = sys_fd_high(pairs[0][0]);
+	s->peer_bell = sys_fd_high(pairs[1][1]);
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	atomic_store(&s->mode, MODE_PENDING);
 	r = real.connect(fd, addr, len);
@@ -228,7 +224,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	errno = e;
 	return r;
 plain:
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 4; i++)
 		if (pairs[i / 2][i % 2] >= 0)
 			real.close(pairs[i / 2][i % 2]);
 	if (g)
@@ -247,7 +243,7 @@ plain:
 
 void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer)
 {
-	int bells[4];
+	int bells[CLC_NBELLS];
 	uint64_t id;
 	struct seg_loc loc;
 
@@ -260,8 +256,8 @@ void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer)
 	}
 	s->seg = loc;
 	s->conn_id = id;
-	memcpy(s->bell, bells + 2, sizeof(s->bell));
-	memcpy(s->peer_bell, bells, sizeof(s->peer_bell));
+	s->peer_bell = sys_fd_high(bells[0]);
+	s->bell = sys_fd_high(bells[1]);
 	uint32_t st = SEG_PENDING;
 	if (loc.hdr->magic != SEG_MAGIC) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
@@ -475,11 +471,11 @@ short conn_tcp_state(struct usock *s, int fd)
 	return pf.revents;
 }
 
-void conn_bell_clear(struct usock *s, int bell_fd, const void *except)
+void conn_bell_clear(struct usock *s, const void *except)
 {
-	if (bell_fd < 0)
+	if (s->bell < 0)
 		return;
-	dev->doorbell_clear(bell_fd);
+	dev->doorbell_clear(s->bell);
 	if (s->regs)
 		epoll_sock_rang(s, except);
 }
@@ -654,8 +650,7 @@ static int spin(struct usock *s, short events)
  * re-check, -ETIMEDOUT or -EINTR. */
 static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
 {
-	struct pollfd pf[4];
-	int n = 2, nb = 0;
+	struct pollfd pf[3];
 	struct lgr *g = s->seg.lgr;
 	int pending = mode_of(s) == MODE_PENDING;
 
@@ -670,16 +665,13 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	if (!s->connected)
 		pf[0].events |= POLLOUT;
 	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
-	if (events & POLLIN)
-		pf[n + nb++] = (struct pollfd){s->bell[BELL_DATA], POLLIN, 0};
-	if (events & POLLOUT)
-		pf[n + nb++] = (struct pollfd){s->bell[BELL_SPACE], POLLIN, 0};
+	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
 	if (conn_arm(s, fd, events)) {
 		conn_disarm(s, events);
 		return 0;
 	}
 	signal_wait_begin();
-	int r = real.poll(pf, (nfds_t)(n + nb), sys_ms_left(dl));
+	int r = real.poll(pf, 3, sys_ms_left(dl));
 	int e = errno;
 	conn_disarm(s, events);
 	if (r < 0) {
@@ -689,9 +681,8 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	}
 	if (r == 0)
 		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
-	for (int i = n; i < n + nb; i++)
-		if (pf[i].revents)
-			conn_bell_clear(s, pf[i].fd, NULL);
+	if (pf[2].revents)
+		conn_bell_clear(s, NULL);
 	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
 		atomic_store(&s->tcp_event, 1);
 	if (!s->connected && (pf[0].revents & POLLOUT))

@@ -27,8 +27,6 @@ enum conn_mode {
 
 struct epreg;
 
-enum bell { BELL_DATA, BELL_SPACE };
-
 /* Common head of everything the fd table points at. */
 struct obj {
 	enum obj_kind kind;
@@ -54,9 +52,9 @@ struct usock {
 	uint64_t conn_id;
 	struct seg_loc seg;
 	struct ring_end tx, rx;
-	/* Doorbells, one per direction so that a reader and a writer thread never
-	 * take each other's wake-up: ours (we sleep on) and the peer's (we ring). */
-	int bell[2], peer_bell[2];
+	/* Doorbells for poll and epoll (blocking calls sleep on futexes): ours, which
+	 * we poll, and the end of the peer's that we ring. */
+	int bell, peer_bell;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
 	/* listener */
@@ -99,9 +97,9 @@ int conn_arm(struct usock *s, int fd, short events);
 void conn_disarm(struct usock *s, short events);
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
-/* Empties one of our doorbells (it holds what it was rung with), passing the
+/* Empties our doorbell (it holds what it was rung with), passing the
  * wake-up on to every epoll set but except. */
-void conn_bell_clear(struct usock *s, int bell_fd, const void *except);
+void conn_bell_clear(struct usock *s, const void *except);
 /* For the event loops: a doorbell rang or the TCP socket reported something. */
 void conn_note_tcp_event(struct usock *s);
 

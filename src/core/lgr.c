@@ -195,7 +195,7 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 }
 
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, const int bells[4])
+		struct seg_loc *loc, const int bells[CLC_NBELLS])
 {
 	struct clc_proposal p;
 	struct arena *a;
@@ -226,7 +226,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	p.ring_size[0] = ring_size[0];
 	p.ring_size[1] = ring_size[1];
 	fds[CLC_FD_TCP] = tcpfd;
-	memcpy(fds + CLC_FD_BELLS, bells, 4 * sizeof(int));
+	memcpy(fds + CLC_FD_BELLS, bells, CLC_NBELLS * sizeof(int));
 	if (a->fd_unsent >= 0) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
@@ -638,7 +638,7 @@ static int same_netns(int a, int b)
 	return ca == cb;
 }
 
-int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int bells[4],
+int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int bells[CLC_NBELLS],
 		     uint64_t *conn_id)
 {
 	struct addr local, peer;
@@ -693,7 +693,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *
 				(struct seg_hdr *)(a->base + hit->p.seg_off)};
 	*conn_id = hit->p.conn_id;
 	real.close(hit->fds[CLC_FD_TCP]);
-	memcpy(bells, hit->fds + CLC_FD_BELLS, 4 * sizeof(int));
+	memcpy(bells, hit->fds + CLC_FD_BELLS, CLC_NBELLS * sizeof(int));
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
 }

@@ -64,7 +64,7 @@ struct lgr *lgr_client_get(const char *path);
 /* Client: carve a segment, initialise it PENDING, and send the proposal for it with
  * our TCP socket and both doorbells. Returns 0 or -errno. */
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, const int bells[4]);
+		struct seg_loc *loc, const int bells[CLC_NBELLS]);
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
@@ -78,7 +78,7 @@ const char *lgr_server_name(void);
 /* Server: after accept() returned tcpfd, find the proposal for it. Returns 1 and
  * fills loc/ev/conn_id on a match (the caller attaches), 0 if the client did not
  * propose, and -reason if a proposal matched but cannot be used (it was declined). */
-int lgr_server_match(int tcpfd, const struct sockaddr *peer, struct seg_loc *loc, int bells[4],
+int lgr_server_match(int tcpfd, const struct sockaddr *peer, struct seg_loc *loc, int bells[CLC_NBELLS],
 		     uint64_t *conn_id);
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
 /* Server: a listener went away; with none left, drop unresolved proposals. */

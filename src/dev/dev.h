@@ -16,7 +16,8 @@ struct dev_ops {
 	void (*arena_unmap)(void *base, uint64_t size);
 	/* Doorbells for poll and epoll: fds[0] is polled and cleared by the waiter,
 	 * fds[1] rung by the other side. Ringing never blocks, whatever the other
-	 * side does to the descriptors it holds. */
+	 * side does to the descriptors it holds. Whoever keeps an end moves it out
+	 * of the application's range (sys_fd_high); ends passed on are not worth it. */
 	int (*doorbell_create)(int fds[2]);
 	void (*doorbell_ring)(int fd);
 	void (*doorbell_clear)(int fd);

@@ -58,8 +58,6 @@ static int lo_doorbell_create(int fds[2])
 {
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) < 0)
 		return -errno;
-	fds[0] = sys_fd_high(fds[0]);
-	fds[1] = sys_fd_high(fds[1]);
 	return 0;
 }
 
@@ -190,7 +188,7 @@ static ssize_t lo_ctl_recv(int fd, void *msg, size_t len, int *fds, int *nfds)
 			int f;
 			memcpy(&f, p + i, sizeof(f));
 			if (got < room)
-				fds[got] = sys_fd_high(f);
+				fds[got] = f;
 			else
 				real.close(f);
 			got++;

@@ -49,10 +49,9 @@ struct epshadow {
 	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
 };
 
-/* Which of a registration's three descriptors fired, in the low bits of its data. */
+/* Which of a registration's descriptors fired (doorbell or TCP socket), in the
+ * low bit of its data. */
 #define TAG_TCP ((uintptr_t)1)
-#define TAG_SPACE ((uintptr_t)2)
-#define TAG_MASK ((uintptr_t)3)
 
 static void ready_push(struct epshadow *sh, struct epreg *r)
 {
@@ -159,26 +158,19 @@ static int watch(struct epreg *r, int op)
 	struct usock *s = r->s;
 
 	if (op == EPOLL_CTL_DEL) {
-		real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_DATA], NULL);
-		real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_SPACE], NULL);
+		real.epoll_ctl(r->sh->ifd, op, s->bell, NULL);
 		real.epoll_ctl(r->sh->ifd, op, r->fd, NULL);
 		return 0;
 	}
-	if (real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_DATA], &ev) < 0)
+	if (real.epoll_ctl(r->sh->ifd, op, s->bell, &ev) < 0)
 		return -1;
-	ev.data.ptr = (void *)((uintptr_t)r | TAG_SPACE);
-	if (real.epoll_ctl(r->sh->ifd, op, s->bell[BELL_SPACE], &ev) < 0)
-		goto undo1;
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
 	ev.data.ptr = (void *)((uintptr_t)r | TAG_TCP);
-	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0)
-		goto undo2;
+	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0) {
+		real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell, NULL);
+		return -1;
+	}
 	return 0;
-undo2:
-	real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell[BELL_SPACE], NULL);
-undo1:
-	real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell[BELL_DATA], NULL);
-	return -1;
 }
 
 static void reg_free(struct epreg *r)
@@ -386,7 +378,7 @@ static void harvest(struct epshadow *sh)
 		n = real.epoll_wait(sh->ifd, ev, 64, 0);
 		for (int i = 0; i < n; i++) {
 			uintptr_t p = (uintptr_t)ev[i].data.ptr;
-			struct epreg *r = (struct epreg *)(p & ~TAG_MASK);
+			struct epreg *r = (struct epreg *)(p & ~TAG_TCP);
 			if (!r) {
 				uint64_t v;
 				if (real.read(sh->kick, &v, sizeof(v)) < 0) {
@@ -397,8 +389,7 @@ static void harvest(struct epshadow *sh)
 			if (!(p & TAG_TCP)) {
 				/* A doorbell holds what it was rung with until read: empty it,
 				 * or it fills up and rings no more. */
-				conn_bell_clear(r->s, r->s->bell[(p & TAG_SPACE) ? BELL_SPACE : BELL_DATA],
-						sh);
+				conn_bell_clear(r->s, sh);
 			} else {
 				/* The TCP socket carries no data: only its FIN, RST, errors
 				 * and the end of connect() say anything new. */

@@ -19,12 +19,12 @@
 static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
 		      const struct timespec *tmo, const sigset_t *mask)
 {
-	struct pollfd stack[STACK_FDS * 3], *p = stack;
-	nfds_t total = n + 2 * (nfds_t)nacc;
+	struct pollfd stack[STACK_FDS * 2], *p = stack;
+	nfds_t total = n + (nfds_t)nacc;
 	uint64_t deadline = 0;
 	int ret = -1;
 
-	if (total > STACK_FDS * 3 && !(p = malloc(total * sizeof(*p)))) {
+	if (total > STACK_FDS * 2 && !(p = malloc(total * sizeof(*p)))) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -38,10 +38,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			p[i] = fds[i];
 			if (acc[i]) {
 				p[i].events = conn_poll_prepare(acc[i], fds[i].events);
-				if (fds[i].events & POLLIN)
-					p[k++] = (struct pollfd){acc[i]->bell[BELL_DATA], POLLIN, 0};
-				if (fds[i].events & POLLOUT)
-					p[k++] = (struct pollfd){acc[i]->bell[BELL_SPACE], POLLIN, 0};
+				p[k++] = (struct pollfd){acc[i]->bell, POLLIN, 0};
 				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd)))
 					sleep = 0;
 			}
@@ -63,14 +60,9 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		if (r < 0)
 			break;
 		if (sleep)
-			for (nfds_t i = 0, j = n; i < n; i++) {
-				if (!acc[i])
-					continue;
-				if ((fds[i].events & POLLIN) && p[j++].revents)
-					conn_bell_clear(acc[i], acc[i]->bell[BELL_DATA], NULL);
-				if ((fds[i].events & POLLOUT) && p[j++].revents)
-					conn_bell_clear(acc[i], acc[i]->bell[BELL_SPACE], NULL);
-			}
+			for (nfds_t i = 0, j = n; i < n; i++)
+				if (acc[i] && p[j++].revents)
+					conn_bell_clear(acc[i], NULL);
 		for (nfds_t i = 0; i < n; i++) {
 			fds[i].revents = acc[i] ? conn_revents(acc[i], fds[i].fd, fds[i].events, p[i].revents)
 						: p[i].revents;

@@ -542,7 +542,7 @@ void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size
         atomic_store(&h->holders[0], 1);
         atomic_store(&h->state, SEG_PENDING);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < CLC_NBELLS; i++)
         if ((f->bells[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
             FAIL("eventfd: %s", fl_errname(errno));
     f->p.hdr = (struct clc_hdr){CLC_EYECATCHER, CLC_PROPOSAL, CLC_VERSION, sizeof(f->p)};
@@ -560,7 +560,7 @@ void fl_forge_close(struct fl_forge *f)
     munmap(f->base, f->arena_size);
     close(f->memfd);
     close(f->ctl);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < CLC_NBELLS; i++)
         close(f->bells[i]);
 }
 

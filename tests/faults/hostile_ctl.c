@@ -7,7 +7,7 @@
  *
  * usage: hostile_ctl decoder|binding|elsewhere|replay
  *   decoder    malformed messages: garbage, truncation, wrong eyecatcher, version, length,
- *              type, descriptor counts (0, 1, 7), fields out of range, an arena never sent, a
+ *              type, descriptor counts (0, 1, one too many), fields out of range, an arena never sent, a
  *              segment outside its arena
  *   binding    well-formed messages that must not bind: a WITHDRAW for an unknown id, a
  *              DECLINE sent to the server, a proposal whose TCP socket is unconnected or not a
@@ -53,7 +53,7 @@ static void send_proposal(struct fl_forge *f, const void *msg, size_t len, int n
     int fds[CLC_FD_MAX + 1], tcp = fl_raw_socket();
     int have = fl_forge_fds(f, tcp, fds);
 
-    fds[have] = f->bells[0]; /* a seventh descriptor when asked for */
+    fds[have] = f->bells[0]; /* one more than any proposal takes, when asked for */
     fl_ctl_send(f->ctl, msg, len, fds, nfds < 0 ? have : nfds);
     close(tcp);
 }
@@ -107,7 +107,7 @@ static void wrong_length(struct ctx *c) { forged(c, bad_length, -1, 0, false); }
 static void wrong_type(struct ctx *c) { forged(c, bad_type, -1, 0, false); }
 static void fds_0(struct ctx *c) { forged(c, NULL, 0, 0, false); }
 static void fds_1(struct ctx *c) { forged(c, NULL, 1, 0, false); }
-static void fds_7(struct ctx *c) { forged(c, NULL, 7, 0, false); }
+static void fds_extra(struct ctx *c) { forged(c, NULL, CLC_FD_MAX + 1, 0, false); }
 static void ring_not_pow2(struct ctx *c) { forged(c, bad_ring, -1, 0, false); }
 static void unknown_flag(struct ctx *c) { forged(c, bad_flags, -1, 0, false); }
 static void arena_never_sent(struct ctx *c) { forged(c, old_arena, CLC_FD_ARENA, 0, true); }
@@ -201,7 +201,7 @@ static const struct attack decoder[] = {
     {"unknown type", wrong_type, 1},
     {"proposal with 0 descriptors", fds_0, 1},
     {"proposal with 1 descriptor", fds_1, 1},
-    {"proposal with 7 descriptors", fds_7, 1},
+    {"proposal with one descriptor too many", fds_extra, 1},
     {"ring size not a power of two", ring_not_pow2, 1},
     {"unknown flag", unknown_flag, 1},
     {"arena never sent", arena_never_sent, 1},

@@ -210,6 +210,9 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	s->bell = sys_fd_high(pairs[0][0]);
 	s->peer_bell = sys_fd_high(pairs[1][1]);
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
+	/* A peer answering within a millisecond is usmc: no probe before that. */
+	s->recheck_ns = sys_now_ns() + 1000000ull;
+	memcpy(&s->dst, addr, len < sizeof(s->dst) ? len : sizeof(s->dst));
 	atomic_store(&s->mode, MODE_PENDING);
 	r = real.connect(fd, addr, len);
 	e = errno;
@@ -241,12 +244,32 @@ plain:
 
 /* ------------------------------------------------------------ accept */
 
-void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer)
+static pid_t my_pid;
+
+void conn_atfork_child(void)
+{
+	my_pid = 0;
+}
+
+/* A listener's first accept in this process: claim it in the registry, which
+ * marks the port ambiguous when another live process accepts on it too. */
+static void claim_listener(struct usock *l)
+{
+	if (!my_pid)
+		my_pid = getpid();
+	if (l->accepting == my_pid || !l->registered)
+		return;
+	l->accepting = my_pid;
+	registry_claim_acceptor((struct sockaddr *)&l->bound);
+}
+
+void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer)
 {
 	int bells[CLC_NBELLS];
 	uint64_t id;
 	struct seg_loc loc;
 
+	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
 	if (lgr_server_match(fd, peer, &loc, bells, &id) != 1) {
@@ -376,12 +399,17 @@ void conn_pending_check(struct usock *s, int fd)
 		return;
 	}
 	int why = -1, d = atomic_load(&s->declined);
+	uint64_t now = sys_now_ns(), again = now >= s->recheck_ns;
+	if (again)
+		s->recheck_ns = now + CONN_PENDING_RECHECK_MS * 1000000ull;
 	if (d)
 		why = d - 1;
 	else if (s->connected && !s->shut_rd &&
-		 (atomic_load(&s->tcp_event) || tcp_has_something(fd)))
+		 (atomic_load(&s->tcp_event) || (again && tcp_has_something(fd))))
 		why = DECL_PEER_SPOKE_TCP;
-	else if (sys_now_ns() >= s->deadline_ns)
+	else if (again && !registry_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
+		why = DECL_AMBIGUOUS;
+	else if (now >= s->deadline_ns)
 		why = DECL_TIMEOUT;
 	if (why >= 0) {
 		st = SEG_PENDING;
@@ -659,8 +687,8 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	if (!pending && s->connected && (events == POLLIN || events == POLLOUT))
 		return futex_wait_one(s, fd, events, deadline, has_timeout);
 	uint64_t dl = deadline;
-	if (pending && (!dl || s->deadline_ns < dl))
-		dl = s->deadline_ns;
+	if (pending && (!dl || s->recheck_ns < dl))
+		dl = s->recheck_ns;
 	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
 	if (!s->connected)
 		pf[0].events |= POLLOUT;

@@ -49,6 +49,8 @@ struct usock {
 	_Atomic int peer_gone;      /* the peer will never read again */
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
 	uint64_t deadline_ns;       /* client: give up waiting for the attach */
+	uint64_t recheck_ns;        /* client: look at TCP and the registry again */
+	struct sockaddr_storage dst; /* client: where it connected */
 	uint64_t conn_id;
 	struct seg_loc seg;
 	struct ring_end tx, rx;
@@ -61,6 +63,7 @@ struct usock {
 	struct sockaddr_storage bound;
 	int registered;
 	int forked;                 /* listener: inherited across fork() */
+	int accepting;              /* listener: pid that claimed it, 0 before */
 	struct epreg *regs;         /* epoll registrations naming this socket */
 	struct usock *pending_next; /* in lgr->pending */
 };
@@ -71,12 +74,14 @@ void usock_put(struct usock *s);     /* frees at zero */
 
 /* connect()/accept() hooks: decide and set up acceleration. */
 int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t len);
-void conn_accepted(struct usock *s, int fd, const struct sockaddr *peer);
+void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer);
 int conn_listen(struct usock *s, int fd, int backlog);
 /* A registered listener's descriptor was closed (ino: its socket inode). */
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
 void conn_atfork_prepare(struct usock *s);
+/* After fork(), in the child. */
+void conn_atfork_child(void);
 
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
@@ -102,6 +107,16 @@ void conn_pending_check(struct usock *s, int fd);
 void conn_bell_clear(struct usock *s, const void *except);
 /* For the event loops: a doorbell rang or the TCP socket reported something. */
 void conn_note_tcp_event(struct usock *s);
+
+/* How often a client waiting for the attach looks again at what rings no bell:
+ * the TCP socket (a plain peer answering) and the registry (the listener became
+ * ambiguous). Waits on pending sockets sleep no longer than this. */
+#define CONN_PENDING_RECHECK_MS 10
+
+static inline int conn_pending(struct usock *s)
+{
+	return atomic_load_explicit(&s->mode, memory_order_acquire) == MODE_PENDING;
+}
 
 static inline int conn_accel(struct usock *s)
 {

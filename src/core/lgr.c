@@ -350,7 +350,8 @@ static struct {
 	struct prop *unresolved;
 	struct prop *bucket[NBUCKETS];
 	int nlisteners;
-} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0};
+	struct lgr *lgrs;       /* link groups whose channels ep watches */
+} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL};
 
 const char *lgr_server_name(void)
 {
@@ -446,6 +447,11 @@ static int prop_any(struct prop *p, const void *unused)
 static void server_lgr_dead(struct lgr *g)
 {
 	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
+	for (struct lgr **pp = &srv.lgrs; *pp; pp = &(*pp)->next)
+		if (*pp == g) {
+			*pp = g->next;
+			break;
+		}
 	g->dead = 1;
 	lgr_put(g);
 }
@@ -568,6 +574,8 @@ static void server_drain(void)
 					lgr_put(g);
 					continue;
 				}
+				g->next = srv.lgrs;
+				srv.lgrs = g;
 				server_read(g);
 			}
 		}
@@ -735,6 +743,27 @@ void lgr_atfork_child(void)
 	 * them leaves the parent's intact. */
 	pthread_mutex_init(&clients_lock, NULL);
 	pthread_mutex_init(&srv.lock, NULL);
+	/* The epoll set came with the fork: the parent's instance, naming link groups
+	 * by addresses that mean something only in the parent. The child gets its
+	 * own, watching the shared control socket for new link groups only: the
+	 * parent's channels stay the parent's, and their connections that the child
+	 * holds need them no more (a dead peer's FIN still arrives on TCP). */
+	for (struct lgr *g = srv.lgrs, *n; g; g = n) {
+		n = g->next;
+		pthread_mutex_init(&g->lock, NULL);
+		real.close(g->ctl);
+		g->ctl = -1;
+		g->dead = 1;
+		lgr_put(g);
+	}
+	srv.lgrs = NULL;
+	if (srv.ep >= 0) {
+		real.close(srv.ep);
+		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+		if (srv.ep >= 0 && srv.lfd >= 0)
+			real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, srv.lfd, &ev);
+	}
 	for (struct lgr *g = clients, *n; g; g = n) {
 		n = g->next;
 		pthread_mutex_init(&g->lock, NULL);

@@ -6,6 +6,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,9 @@
 
 #define NPORTS 65536
 #define TARGET_MAX 4000
+/* The ports file: NPORTS 16-bit registration counters, then NPORTS process ids,
+ * the one process that accepts on each port. */
+#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4)
 
 static _Atomic uint16_t *_Atomic ports;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,10 +47,10 @@ static _Atomic uint16_t *ports_map(void)
 		snprintf(path, sizeof(path), "%s/ports", cfg.rundir);
 		int fd = real.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0) {
-			if (fstat(fd, &st) == 0 && st.st_size < (off_t)(NPORTS * 2) &&
-			    ftruncate(fd, NPORTS * 2) < 0)
+			if (fstat(fd, &st) == 0 && st.st_size < (off_t)PORTS_BYTES &&
+			    ftruncate(fd, PORTS_BYTES) < 0)
 				st.st_size = -1;
-			void *m = mmap(NULL, NPORTS * 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			void *m = mmap(NULL, PORTS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 			if (m != MAP_FAILED && st.st_size >= 0)
 				p = m;
 			real.close(fd);
@@ -55,6 +59,14 @@ static _Atomic uint16_t *ports_map(void)
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return p;
+}
+
+/* An acceptor slot saying that several processes accept on the port. */
+#define ACCEPTORS_MANY UINT32_MAX
+
+static _Atomic uint32_t *acceptor_of(_Atomic uint16_t *p, unsigned port)
+{
+	return (_Atomic uint32_t *)(void *)(p + NPORTS) + port;
 }
 
 static void link_path(char *buf, size_t len, unsigned port)
@@ -116,7 +128,15 @@ static int listener_alive(const char *path)
 	return 0;
 }
 
-void registry_forget(const struct sockaddr *dst, const char *path)
+static int ambiguous(const struct sockaddr *dst)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	return p && atomic_load_explicit(acceptor_of(p, addr_port(dst)), memory_order_relaxed) ==
+			    ACCEPTORS_MANY;
+}
+
+int registry_still(const struct sockaddr *dst, const char *path)
 {
 	char lp[4200], t[TARGET_MAX];
 	const char *name = strrchr(path, '/');
@@ -126,7 +146,15 @@ void registry_forget(const struct sockaddr *dst, const char *path)
 	nl = strlen(name);
 	link_path(lp, sizeof(lp), addr_port(dst));
 	ssize_t n = readlink(lp, t, sizeof(t) - 1);
-	if (n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ' && !listener_alive(path))
+	return n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ' && !ambiguous(dst);
+}
+
+void registry_forget(const struct sockaddr *dst, const char *path)
+{
+	char lp[4200];
+
+	link_path(lp, sizeof(lp), addr_port(dst));
+	if (registry_still(dst, path) && !listener_alive(path))
 		unlink(lp);
 }
 
@@ -175,7 +203,36 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 		unlink(tmp);
 		return -1;
 	}
+	atomic_store(acceptor_of(p, port), 0);
 	atomic_fetch_add(&p[port], 1);
+	return 0;
+}
+
+int registry_claim_acceptor(const struct sockaddr *bound)
+{
+	_Atomic uint16_t *p = ports_map();
+	uint32_t me = (uint32_t)getpid(), cur = 0;
+
+	if (!p)
+		return -1;
+	_Atomic uint32_t *a = acceptor_of(p, addr_port(bound));
+	while (!atomic_compare_exchange_weak(a, &cur, me)) {
+		if (cur == me)
+			return 0;
+		if (cur == ACCEPTORS_MANY)
+			return -1;
+		/* An acceptor that exited (a worker replaced on reload) leaves its place. */
+		if (kill((pid_t)cur, 0) == 0 || errno != ESRCH) {
+			/* Two live processes take connections from one listening socket
+			 * (prefork workers). A proposal reaches the one process holding
+			 * its client's control channel while the kernel hands the
+			 * connection to either: new clients stay on TCP, and those still
+			 * waiting for an attach give up. The mark lives in the mapped
+			 * file, so workers that dropped privileges can set it. */
+			atomic_store(a, ACCEPTORS_MANY);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -227,7 +284,7 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	if (n <= 0)
 		return -1;
 	t[n] = 0;
-	if (t[0] == '!') {
+	if (t[0] == '!' || ambiguous(dst)) {
 		*why = DECL_AMBIGUOUS;
 		return -1;
 	}

@@ -3,6 +3,9 @@
  *   <rundir>/ports      65536 16-bit counters, mapped by every process: a client
  *                       learns that nobody accelerated listens on a port without
  *                       a single system call, which keeps fallback free.
+ *                       Then one process id per port: the process that accepts
+ *                       on it, or a mark that several do (then nobody is
+ *                       accelerated: see registry_claim_acceptor).
  *   <rundir>/l-<port>   a symbolic link whose target names the listening process's
  *                       control socket, its network namespace and the addresses it
  *                       accepts on; replaced atomically, readable in one readlink.
@@ -18,6 +21,11 @@
 
 int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name);
 void registry_remove(const struct sockaddr *bound, const char *ctl_name);
+/* The calling process accepts on the listener. Returns 0 while it is the only
+ * process doing so; otherwise marks the port ambiguous and returns -1. */
+int registry_claim_acceptor(const struct sockaddr *bound);
+/* Whether the entry that sent a client to path is still what it was. */
+int registry_still(const struct sockaddr *dst, const char *path);
 /* On success fills path (the listener's control socket) and returns 0; otherwise
  * returns -1 and sets *why. */
 /* The listener behind path could not be reached: drop its entry if it is dead. */

@@ -32,6 +32,7 @@ static void atfork_prepare(void)
 static void atfork_child(void)
 {
 	lgr_atfork_child();
+	conn_atfork_child();
 }
 
 __attribute__((constructor)) static void usmc_init(void)

@@ -33,7 +33,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			   (uint64_t)tmo->tv_nsec + 1;
 	for (;;) {
 		nfds_t k = n;
-		int ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec;
+		int ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec, pending = 0;
 		for (nfds_t i = 0; i < n; i++) {
 			p[i] = fds[i];
 			if (acc[i]) {
@@ -41,6 +41,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 				p[k++] = (struct pollfd){acc[i]->bell, POLLIN, 0};
 				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd)))
 					sleep = 0;
+				pending |= conn_pending(acc[i]);
 			}
 		}
 		if (sleep)
@@ -48,8 +49,12 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 				if (acc[i] && conn_arm(acc[i], fds[i].fd, fds[i].events))
 					sleep = 0;
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
-		if (sleep && tmo) {
-			int ms = sys_ms_left(deadline);
+		if (sleep && (tmo || pending)) {
+			/* A client waiting for its attach is looked at again soon: a
+			 * decline by the registry or a plain peer rings no bell. */
+			int ms = tmo ? sys_ms_left(deadline) : CONN_PENDING_RECHECK_MS;
+			if (pending && ms > CONN_PENDING_RECHECK_MS)
+				ms = CONN_PENDING_RECHECK_MS;
 			left = (struct timespec){ms / 1000, (long)(ms % 1000) * 1000000};
 			t = &left;
 		}

@@ -101,7 +101,7 @@ static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int fl
 	if (fd >= 0) {
 		struct usock *s = usock_new(l->family, (flags & SOCK_NONBLOCK) != 0);
 		if (s) {
-			conn_accepted(s, fd, (struct sockaddr *)&ss);
+			conn_accepted(l, s, fd, (struct sockaddr *)&ss);
 			if (atomic_load(&s->mode) == MODE_PLAIN || fdtab_set(fd, &s->o) < 0)
 				usock_put(s);
 		}

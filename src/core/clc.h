@@ -23,17 +23,24 @@ enum clc_type {
 	CLC_DECLINE = 3,  /* server -> client: will not attach (reason given) */
 };
 
-/* Fds that travel with a PROPOSAL, in this order. */
+/* Fds that travel with a PROPOSAL, in this order; those a flag leaves out are
+ * skipped, so the arena memfd may come second. */
 enum clc_fd {
 	CLC_FD_TCP = 0,      /* the client's TCP socket: binding proof */
-	CLC_FD_BELLS,        /* CLC_NBELLS doorbell ends follow: the one the server rings
-				to wake the client, the one the server sleeps on */
+	CLC_FD_BELLS,        /* CLC_NBELLS doorbell ends follow unless CLC_F_BELLS_KEPT:
+				the one the server rings to wake the client, the one the
+				server sleeps on */
 	CLC_FD_ARENA = CLC_FD_BELLS + 2, /* only with CLC_F_NEW_ARENA: the arena memfd */
 	CLC_FD_MAX
 };
 
 #define CLC_NBELLS 2
 #define CLC_F_NEW_ARENA 0x1u
+/* The segment served an earlier connection that both ends closed cleanly, and
+ * each kept its doorbells for the next: none travel, the server takes those it
+ * kept for this segment (a new connection costs no socket pair). Never with
+ * CLC_F_NEW_ARENA. */
+#define CLC_F_BELLS_KEPT 0x2u
 
 struct clc_hdr {
 	uint32_t eyecatcher;

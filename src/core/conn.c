@@ -125,11 +125,18 @@ static void rings_setup(struct usock *s)
 		      s->seg.ring_size[rx]);
 }
 
-static void shm_teardown(struct usock *s)
+/* clean: the connection ended by close, its doorbells hold nothing the next
+ * connection on the segment could mistake, and both ends keep theirs. */
+static void shm_teardown(struct usock *s, int clean)
 {
-	close_bells(s);
+	int bells[CLC_NBELLS] = {s->bell, s->peer_bell};
+
+	if (!clean || !s->seg.lgr)
+		close_bells(s);
 	if (s->seg.lgr)
-		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT);
+		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT,
+				clean ? bells : NULL);
+	s->bell = s->peer_bell = -1;
 	memset(&s->seg, 0, sizeof(s->seg));
 }
 
@@ -170,9 +177,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	char path[4200];
 	enum decline why;
 	struct lgr *g = NULL;
-	/* [i][0] is polled by the side that sleeps, [i][1] rung by the other: pair 0
-	 * is ours, pair 1 the server's. */
-	int pairs[2][2] = {{-1, -1}, {-1, -1}}, r, e;
+	int bells[CLC_NBELLS], r, e;
 
 	if (mode_of(s) != MODE_NEW) {
 		r = real.connect(fd, addr, len);
@@ -190,13 +195,8 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		registry_forget(addr, path);
 		goto plain;
 	}
-	why = DECL_MEMORY;
-	for (int i = 0; i < 2; i++)
-		if (dev->doorbell_create(pairs[i]) < 0)
-			goto plain;
 	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
-	int theirs[CLC_NBELLS] = {pairs[0][1], pairs[1][0]};
-	e = lgr_propose(g, s, fd, rs, &s->seg, theirs);
+	e = lgr_propose(g, s, fd, rs, &s->seg, bells);
 	if (e) {
 		why = e == -EPIPE ? DECL_NO_DEVICE : DECL_MEMORY;
 		goto plain;
@@ -205,10 +205,8 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	g = NULL;
 	rings_setup(s);
 	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
-	for (int i = 0; i < CLC_NBELLS; i++)
-		real.close(theirs[i]);
-	s->bell = sys_fd_high(pairs[0][0]);
-	s->peer_bell = sys_fd_high(pairs[1][1]);
+	s->bell = bells[0];
+	s->peer_bell = bells[1];
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	/* A peer answering within a millisecond is usmc: no probe before that. */
 	s->recheck_ns = sys_now_ns() + 1000000ull;
@@ -221,15 +219,12 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	} else if (e != EINPROGRESS && e != EINTR) {
 		/* Refused or unreachable: nothing to attach; the socket may connect again. */
 		lgr_withdraw(s->seg.lgr, s->conn_id);
-		shm_teardown(s);
+		shm_teardown(s, 0);
 		atomic_store(&s->mode, MODE_NEW);
 	}
 	errno = e;
 	return r;
 plain:
-	for (int i = 0; i < 4; i++)
-		if (pairs[i / 2][i % 2] >= 0)
-			real.close(pairs[i / 2][i % 2]);
 	if (g)
 		lgr_put(g);
 	r = real.connect(fd, addr, len);
@@ -244,22 +239,24 @@ plain:
 
 /* ------------------------------------------------------------ accept */
 
-static pid_t my_pid;
+static _Atomic pid_t my_pid;
 
 void conn_atfork_child(void)
 {
-	my_pid = 0;
+	atomic_store(&my_pid, 0);
 }
 
 /* A listener's first accept in this process: claim it in the registry, which
  * marks the port ambiguous when another live process accepts on it too. */
 static void claim_listener(struct usock *l)
 {
-	if (!my_pid)
-		my_pid = getpid();
-	if (l->accepting == my_pid || !l->registered)
+	pid_t me = atomic_load_explicit(&my_pid, memory_order_relaxed);
+
+	if (!me)
+		atomic_store_explicit(&my_pid, me = getpid(), memory_order_relaxed);
+	if (atomic_load_explicit(&l->accepting, memory_order_relaxed) == me || !l->registered)
 		return;
-	l->accepting = my_pid;
+	atomic_store_explicit(&l->accepting, me, memory_order_relaxed);
 	registry_claim_acceptor((struct sockaddr *)&l->bound);
 }
 
@@ -272,7 +269,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
-	if (lgr_server_match(fd, peer, &loc, bells, &id) != 1) {
+	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, bells, &id) != 1) {
 		atomic_store(&s->mode, MODE_PLAIN);
 		stat_fallback(DECL_NO_PROPOSAL);
 		return;
@@ -289,7 +286,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	}
 	if (!st || !atomic_compare_exchange_strong(&loc.hdr->state, &st, SEG_ATTACHED)) {
 		/* The client gave up before we came (or the segment is garbage). */
-		shm_teardown(s);
+		shm_teardown(s, 0);
 		atomic_store(&s->mode, MODE_PLAIN);
 		stat_fallback(st ? DECL_TIMEOUT : DECL_PROTOCOL);
 		return;
@@ -371,7 +368,7 @@ static void client_fall_back(struct usock *s, int fd, enum decline why)
 {
 	send_all_plain(fd, s->tx.data, s->tx.pos);
 	lgr_withdraw(s->seg.lgr, s->conn_id);
-	shm_teardown(s);
+	shm_teardown(s, 0);
 	atomic_store(&s->mode, MODE_PLAIN);
 	stat_fallback(why);
 	epoll_sock_fallback(s, fd);
@@ -409,6 +406,8 @@ void conn_pending_check(struct usock *s, int fd)
 		why = DECL_PEER_SPOKE_TCP;
 	else if (again && !registry_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
 		why = DECL_AMBIGUOUS;
+	else if (again && (lgr_client_poll(s->seg.lgr), (d = atomic_load(&s->declined))))
+		why = d - 1;
 	else if (now >= s->deadline_ns)
 		why = DECL_TIMEOUT;
 	if (why >= 0) {
@@ -682,13 +681,17 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	struct lgr *g = s->seg.lgr;
 	int pending = mode_of(s) == MODE_PENDING;
 
-	if (!pending && s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
-		return 0;
-	if (!pending && s->connected && (events == POLLIN || events == POLLOUT))
-		return futex_wait_one(s, fd, events, deadline, has_timeout);
 	uint64_t dl = deadline;
 	if (pending && (!dl || s->recheck_ns < dl))
 		dl = s->recheck_ns;
+	if (!pending && s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
+		return 0;
+	if (s->connected && (events == POLLIN || events == POLLOUT)) {
+		/* The attach wakes the futex like data does; what rings nothing (a
+		 * decline, a plain peer) is looked for at the next recheck. */
+		int r = futex_wait_one(s, fd, events, dl, has_timeout);
+		return r == -ETIMEDOUT && dl != deadline ? 0 : r;
+	}
 	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
 	if (!s->connected)
 		pf[0].events |= POLLOUT;
@@ -920,6 +923,13 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			/* Bytes published before the flag are visible now; look again. */
 			if (ring_avail(&s->rx, &avail) == 0 && avail)
 				continue;
+			/* A peer that ends with FIN sent it before it said so: EOF now,
+			 * without asking the kernel. Without the mark, an RST may be
+			 * coming: TCP decides. */
+			if ((atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
+			     (RING_PF_SHUT_WR | RING_PF_FIN)) == (RING_PF_SHUT_WR | RING_PF_FIN) &&
+			    !atomic_load(&s->tcp_event))
+				break;
 			char c;
 			ssize_t r = real.recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 			if (r == 0)
@@ -975,11 +985,16 @@ fail:
 
 int conn_shutdown(struct usock *s, int fd, int how)
 {
+	/* The FIN leaves first: a reader that sees the flag finds it already. */
+	int r = real.shutdown(fd, how);
+
+	if (r < 0)
+		return r;
 	if (how == SHUT_WR || how == SHUT_RDWR) {
 		pthread_mutex_lock(&s->tx_lock);
 		if (conn_accel(s) && !s->shut_wr) {
 			s->shut_wr = 1;
-			atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR,
+			atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR | RING_PF_FIN,
 						 memory_order_release);
 			notify_data(s);
 		}
@@ -993,7 +1008,7 @@ int conn_shutdown(struct usock *s, int fd, int how)
 		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED, memory_order_release);
 		notify_space(s);
 	}
-	return real.shutdown(fd, how);
+	return 0;
 }
 
 /* Is a socket with this inode still open in some process? Only asked when a
@@ -1058,20 +1073,29 @@ void conn_close(struct usock *s, int fd)
 	}
 	if (m == MODE_PENDING && !s->connected) {
 		lgr_withdraw(s->seg.lgr, s->conn_id);
-		shm_teardown(s);
+		shm_teardown(s, 0);
 	} else if (m == MODE_PENDING || m == MODE_SHM) {
 		/* Unread bytes make TCP answer a close with RST; do what it would. */
+		uint32_t fin = RING_PF_FIN;
 		if (ring_avail(&s->rx, &avail) < 0 || avail) {
 			struct linger lg = {1, 0};
 			real.setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+			fin = 0;
 		}
-		atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR,
+		if (s->abortive)
+			fin = 0;
+		/* Our FIN leaves before the flag, as in conn_shutdown(): the reader
+		 * takes its EOF from the flag, and TIME_WAIT stays on the side that
+		 * closed first, as with TCP. */
+		if (fin && !s->shut_wr && s->connected)
+			real.shutdown(fd, SHUT_WR);
+		atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR | fin,
 					 memory_order_release);
 		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED,
 					 memory_order_release);
 		notify_data(s);
 		notify_space(s);
-		shm_teardown(s);
+		shm_teardown(s, m == MODE_SHM && !atomic_load(&s->peer_gone));
 	}
 	atomic_store(&s->mode, MODE_PLAIN);
 }

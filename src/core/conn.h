@@ -45,6 +45,7 @@ struct usock {
 	int nonblock;               /* O_NONBLOCK of the open file, as last set */
 	int connected;              /* the TCP handshake completed */
 	int shut_rd, shut_wr;
+	int abortive;               /* SO_LINGER {1, 0}: close sends RST */
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
@@ -63,7 +64,8 @@ struct usock {
 	struct sockaddr_storage bound;
 	int registered;
 	int forked;                 /* listener: inherited across fork() */
-	int accepting;              /* listener: pid that claimed it, 0 before */
+	_Atomic int accepting;      /* listener: pid that claimed it, 0 before */
+	_Atomic uint64_t netns_cookie; /* listener: its namespace's cookie, 0 until known */
 	struct epreg *regs;         /* epoll registrations naming this socket */
 	struct usock *pending_next; /* in lgr->pending */
 };

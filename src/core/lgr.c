@@ -38,10 +38,20 @@ static struct lgr *lgr_new(enum lgr_role role, int ctl)
 	return g;
 }
 
+static void bells_close(int bells[CLC_NBELLS])
+{
+	for (int i = 0; i < CLC_NBELLS; i++) {
+		if (bells[i] >= 0)
+			real.close(bells[i]);
+		bells[i] = -1;
+	}
+}
+
 static void seg_list_free(struct seg_ref *r)
 {
 	while (r) {
 		struct seg_ref *n = r->next;
+		bells_close(r->bells);
 		free(r);
 		r = n;
 	}
@@ -63,6 +73,7 @@ void lgr_put(struct lgr *g)
 	}
 	seg_list_free(g->free);
 	seg_list_free(g->zombies);
+	bellcache_clear(&g->kept);
 	if (g->ctl >= 0)
 		real.close(g->ctl);
 	pthread_mutex_destroy(&g->lock);
@@ -156,15 +167,19 @@ static struct seg_ref *seg_take_free(struct lgr *g, uint64_t size)
 	return NULL;
 }
 
-/* Called with g->lock held. */
-static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off)
+/* Called with g->lock held. bells gets the doorbells kept with a reused segment,
+ * or -1s. */
+static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off,
+		     int bells[CLC_NBELLS])
 {
 	struct seg_ref *r = seg_take_free(g, size);
 	struct arena *a;
 
+	bells[0] = bells[1] = -1;
 	if (r) {
 		*ap = r->arena;
 		*off = r->off;
+		memcpy(bells, r->bells, sizeof(r->bells));
 		free(r);
 		return 0;
 	}
@@ -194,20 +209,44 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 	return 0;
 }
 
+/* Two new doorbells for a connection: ours (we sleep on [0], ring [1]) and the
+ * ends that go to the server. Returns 0 or -errno. */
+static int bells_new(int ours[CLC_NBELLS], int theirs[CLC_NBELLS])
+{
+	/* [i][0] is polled by the side that sleeps, [i][1] rung by the other: pair 0
+	 * is ours, pair 1 the server's. */
+	int pairs[2][2];
+
+	if (dev->doorbell_create(pairs[0]) < 0)
+		return -ENOMEM;
+	if (dev->doorbell_create(pairs[1]) < 0) {
+		real.close(pairs[0][0]);
+		real.close(pairs[0][1]);
+		return -ENOMEM;
+	}
+	theirs[0] = pairs[0][1];
+	theirs[1] = pairs[1][0];
+	ours[0] = sys_fd_high(pairs[0][0]);
+	ours[1] = sys_fd_high(pairs[1][1]);
+	return 0;
+}
+
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, const int bells[CLC_NBELLS])
+		struct seg_loc *loc, int bells[CLC_NBELLS])
 {
 	struct clc_proposal p;
 	struct arena *a;
 	uint64_t off, size = seg_bytes(ring_size);
-	int fds[CLC_FD_MAX], nfds = CLC_FD_ARENA, e;
+	int fds[CLC_FD_MAX], nfds = 1, theirs[CLC_NBELLS] = {-1, -1}, e;
 
 	pthread_mutex_lock(&g->lock);
 	if (g->dead) {
 		pthread_mutex_unlock(&g->lock);
 		return -EPIPE;
 	}
-	e = seg_carve(g, size, &a, &off);
+	e = seg_carve(g, size, &a, &off, bells);
+	if (!e && bells[0] < 0)
+		e = bells_new(bells, theirs);
 	if (e) {
 		pthread_mutex_unlock(&g->lock);
 		return e;
@@ -226,18 +265,25 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	p.ring_size[0] = ring_size[0];
 	p.ring_size[1] = ring_size[1];
 	fds[CLC_FD_TCP] = tcpfd;
-	memcpy(fds + CLC_FD_BELLS, bells, CLC_NBELLS * sizeof(int));
+	if (theirs[0] < 0) {
+		p.flags |= CLC_F_BELLS_KEPT;
+	} else {
+		memcpy(fds + nfds, theirs, sizeof(theirs));
+		nfds += CLC_NBELLS;
+	}
 	if (a->fd_unsent >= 0) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
-		fds[CLC_FD_ARENA] = a->fd_unsent;
-		nfds++;
+		fds[nfds++] = a->fd_unsent;
 	}
 	ssize_t n = dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
+	bells_close(theirs);
 	if (n != (ssize_t)sizeof(p)) {
+		/* The doorbells go too: the server may or may not have kept its ends. */
+		bells_close(bells);
 		struct seg_ref *r = malloc(sizeof(*r));
 		if (r) {
-			*r = (struct seg_ref){a, off, size, g->free};
+			*r = (struct seg_ref){a, off, size, {-1, -1}, g->free};
 			g->free = r;
 		}
 		pthread_mutex_unlock(&g->lock);
@@ -301,10 +347,28 @@ void lgr_client_poll(struct lgr *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-void lgr_seg_release(struct seg_loc *loc, enum lgr_role role)
+void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS])
 {
 	struct lgr *g = loc->lgr;
 	uint32_t bit = role == LGR_CLIENT ? SEG_REL_CLIENT : SEG_REL_SERVER;
+	int keep[CLC_NBELLS] = {-1, -1};
+
+	if (bells)
+		memcpy(keep, bells, sizeof(keep));
+	if (role == LGR_SERVER) {
+		/* Kept in the order a proposal carries them: the end that rings
+		 * the client first. */
+		keep[0] = bells ? bells[1] : -1;
+		keep[1] = bells ? bells[0] : -1;
+		/* Kept before the release is seen: the client may propose the
+		 * segment again the moment it is. */
+		pthread_mutex_lock(&g->lock);
+		if (keep[0] >= 0 && !g->dead &&
+		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), keep) == 0)
+			keep[0] = keep[1] = -1;
+		pthread_mutex_unlock(&g->lock);
+		bells_close(keep);
+	}
 	uint32_t old = atomic_fetch_or(&loc->hdr->released, bit);
 
 	if (role == LGR_CLIENT) {
@@ -315,8 +379,10 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role)
 				*pp = (*pp)->pending_next;
 				break;
 			}
+		if (!r || g->dead)
+			bells_close(keep);
 		if (r) {
-			*r = (struct seg_ref){loc->arena, loc->off, loc->size, NULL};
+			*r = (struct seg_ref){loc->arena, loc->off, loc->size, {keep[0], keep[1]}, NULL};
 			if ((old | bit) == (SEG_REL_CLIENT | SEG_REL_SERVER)) {
 				r->next = g->free;
 				g->free = r;
@@ -351,7 +417,8 @@ static struct {
 	struct prop *bucket[NBUCKETS];
 	int nlisteners;
 	struct lgr *lgrs;       /* link groups whose channels ep watches */
-} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL};
+	struct lgr *last;       /* where the last matched proposal came from (a reference) */
+} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL, NULL};
 
 const char *lgr_server_name(void)
 {
@@ -446,6 +513,10 @@ static int prop_any(struct prop *p, const void *unused)
  * an arena we have mapped. Unmatched ones expire like any other. */
 static void server_lgr_dead(struct lgr *g)
 {
+	if (srv.last == g) {
+		srv.last = NULL;
+		lgr_put(g);
+	}
 	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
 	for (struct lgr **pp = &srv.lgrs; *pp; pp = &(*pp)->next)
 		if (*pp == g) {
@@ -456,9 +527,19 @@ static void server_lgr_dead(struct lgr *g)
 	lgr_put(g);
 }
 
-static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, int *fds)
+static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, const int *got)
 {
 	struct arena *a;
+	int fds[CLC_FD_MAX] = {-1, -1, -1, -1}, k = 0, kept = (p->flags & CLC_F_BELLS_KEPT) != 0;
+
+	/* Into the full layout: the TCP socket, the doorbells, the arena. */
+	fds[CLC_FD_TCP] = got[k++];
+	if (!kept) {
+		fds[CLC_FD_BELLS] = got[k++];
+		fds[CLC_FD_BELLS + 1] = got[k++];
+	}
+	if (p->flags & CLC_F_NEW_ARENA)
+		fds[CLC_FD_ARENA] = got[k++];
 
 	/* Ids only grow: a replayed or reordered proposal is refused outright. */
 	if (p->conn_id <= g->next_conn_id) {
@@ -497,6 +578,21 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, in
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
 		goto drop;
 	}
+	/* The segment's doorbells: those kept from its last connection, or new ones
+	 * replacing them. */
+	uint64_t key = bellcache_key(p->arena_id, p->seg_off);
+	int r = 0;
+	pthread_mutex_lock(&g->lock);
+	if (kept)
+		r = bellcache_take(&g->kept, key, fds + CLC_FD_BELLS);
+	else
+		bellcache_drop(&g->kept, key);
+	pthread_mutex_unlock(&g->lock);
+	if (r < 0) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
+		goto drop;
+	}
 	struct prop *n = calloc(1, sizeof(*n));
 	if (!n) {
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
@@ -512,38 +608,45 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, in
 	return;
 drop:
 	for (int i = 0; i < CLC_FD_ARENA; i++)
+		if (fds[i] >= 0)
+			real.close(fds[i]);
+}
+
+/* Takes in one message from a link group's channel. Returns 0 when there was
+ * none (or the channel died). */
+static int server_read_one(struct lgr *g)
+{
+	char buf[256];
+	int fds[CLC_FD_MAX], nfds = CLC_FD_MAX;
+	union clc_msg m;
+	ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+
+	if (n == -EAGAIN)
+		return 0;
+	if (n <= 0 && n != -EPROTO) {
+		server_lgr_dead(g);
+		return 0;
+	}
+	int e = n < 0 ? CLC_EFDS : clc_decode(buf, (size_t)n, nfds, &m);
+	if (!e && m.hdr.type == CLC_PROPOSAL) {
+		server_take_proposal(g, &m.proposal, fds);
+		return 1;
+	}
+	for (int i = 0; i < nfds; i++)
 		real.close(fds[i]);
+	if (!e && m.hdr.type == CLC_WITHDRAW) {
+		struct conn_key k = {g, m.withdraw.conn_id};
+		props_filter(prop_is, &k, 0);
+		return 1;
+	}
+	stat_add(STAT_HANDSHAKE_ERR, 1);
+	return 1;
 }
 
 static void server_read(struct lgr *g)
 {
-	char buf[256];
-	int fds[CLC_FD_MAX];
-	union clc_msg m;
-
-	for (;;) {
-		int nfds = CLC_FD_MAX;
-		ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
-		if (n == -EAGAIN)
-			return;
-		if (n <= 0 && n != -EPROTO) {
-			server_lgr_dead(g);
-			return;
-		}
-		int e = n < 0 ? CLC_EFDS : clc_decode(buf, (size_t)n, nfds, &m);
-		if (!e && m.hdr.type == CLC_PROPOSAL) {
-			server_take_proposal(g, &m.proposal, fds);
-			continue;
-		}
-		for (int i = 0; i < nfds; i++)
-			real.close(fds[i]);
-		if (!e && m.hdr.type == CLC_WITHDRAW) {
-			struct conn_key k = {g, m.withdraw.conn_id};
-			props_filter(prop_is, &k, 0);
-			continue;
-		}
-		stat_add(STAT_HANDSHAKE_ERR, 1);
-	}
+	while (server_read_one(g))
+		;
 }
 
 /* Takes in every queued link group and message. Called with srv.lock held. */
@@ -635,40 +738,70 @@ static void server_resolve(void)
 	}
 }
 
-static int same_netns(int a, int b)
+/* b_cookie caches b's namespace cookie across calls (0: not known yet): sockets
+ * accepted from one listener share it. */
+static int same_netns(int a, int b, _Atomic uint64_t *b_cookie)
 {
-	uint64_t ca = 0, cb = 0;
+	uint64_t ca = 0, cb = atomic_load_explicit(b_cookie, memory_order_relaxed);
 	socklen_t la = sizeof(ca), lb = sizeof(cb);
 
-	if (real.getsockopt(a, SOL_SOCKET, SO_NETNS_COOKIE, &ca, &la) < 0 ||
-	    real.getsockopt(b, SOL_SOCKET, SO_NETNS_COOKIE, &cb, &lb) < 0)
+	if (!cb && real.getsockopt(b, SOL_SOCKET, SO_NETNS_COOKIE, &cb, &lb) == 0)
+		atomic_store_explicit(b_cookie, cb, memory_order_relaxed);
+	if (!cb || real.getsockopt(a, SOL_SOCKET, SO_NETNS_COOKIE, &ca, &la) < 0)
 		return 1; /* a kernel without cookies cannot tell; the 4-tuple decides */
 	return ca == cb;
 }
 
-int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *loc, int bells[CLC_NBELLS],
-		     uint64_t *conn_id)
+/* Removes and returns the resolved proposal whose client socket mirrors ours. */
+static struct prop *take_match(const struct addr *local, const struct addr *peer)
+{
+	for (struct prop **pp = &srv.bucket[peer->port % NBUCKETS]; *pp; pp = &(*pp)->next) {
+		struct prop *p = *pp;
+		if (addr_equal(&p->cl_local, peer) && addr_equal(&p->cl_peer, local)) {
+			*pp = p->next;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct sockaddr_storage *bound,
+		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int bells[CLC_NBELLS], uint64_t *conn_id)
 {
 	struct addr local, peer;
 	struct prop *hit = NULL;
 
 	addr_from_sockaddr(&peer, peer_sa);
-	if (sock_names(tcpfd, &local, NULL) < 0)
+	/* The listener's own address, unless it takes any. */
+	addr_from_sockaddr(&local, (const struct sockaddr *)bound);
+	if (addr_is_any(&local) && sock_names(tcpfd, &local, NULL) < 0)
 		return 0;
 	pthread_mutex_lock(&srv.lock);
 	if (srv.lfd < 0) {
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
-	server_drain();
 	server_resolve();
-	for (struct prop **pp = &srv.bucket[peer.port % NBUCKETS]; *pp; pp = &(*pp)->next) {
-		struct prop *p = *pp;
-		if (addr_equal(&p->cl_local, &peer) && addr_equal(&p->cl_peer, &local)) {
-			*pp = p->next;
-			hit = p;
-			break;
-		}
+	hit = take_match(&local, &peer);
+	/* A client's proposal comes just before its connection: most likely next in
+	 * the channel the last one came from. Read that one message by message
+	 * before looking at every channel. */
+	for (struct lgr *g = srv.last; !hit && g && server_read_one(g);) {
+		server_resolve();
+		hit = take_match(&local, &peer);
+	}
+	if (!hit) {
+		server_drain();
+		server_resolve();
+		hit = take_match(&local, &peer);
+	}
+	if (hit && hit->lgr != srv.last) {
+		if (srv.last)
+			lgr_put(srv.last);
+		srv.last = hit->lgr;
+		pthread_mutex_lock(&srv.last->lock);
+		srv.last->refs++;
+		pthread_mutex_unlock(&srv.last->lock);
 	}
 	if (!hit) {
 		/* A proposal aimed at us from a client port that arrived from another
@@ -687,7 +820,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, struct seg_loc *
 	pthread_mutex_unlock(&srv.lock);
 	if (!hit)
 		return 0;
-	if (!same_netns(hit->fds[CLC_FD_TCP], tcpfd) && addr_is_loopback(&peer)) {
+	if (addr_is_loopback(&peer) && !same_netns(hit->fds[CLC_FD_TCP], tcpfd, netns_cookie)) {
 		/* Loopback never crosses namespaces: a socket with the same 4-tuple in
 		 * another namespace is not the peer of the one we accepted. */
 		stat_add(STAT_HANDSHAKE_ERR, 1);
@@ -734,6 +867,23 @@ void lgr_server_listener_gone(void)
 	pthread_mutex_unlock(&srv.lock);
 }
 
+/* In a forked child: a link group of the parent's that the child must not use.
+ * Its descriptors here are copies: closing them leaves the parent's intact.
+ * Connections the child holds keep the structure until they close. */
+static void forget_in_child(struct lgr *g)
+{
+	pthread_mutex_init(&g->lock, NULL);
+	g->dead = 1;
+	real.close(g->ctl);
+	g->ctl = -1;
+	bellcache_clear(&g->kept);
+	for (struct seg_ref *r = g->free; r; r = r->next)
+		bells_close(r->bells);
+	for (struct seg_ref *r = g->zombies; r; r = r->next)
+		bells_close(r->bells);
+	lgr_put(g);
+}
+
 void lgr_atfork_child(void)
 {
 	/* The child shares the parent's listeners, and with them the control socket
@@ -750,13 +900,12 @@ void lgr_atfork_child(void)
 	 * holds need them no more (a dead peer's FIN still arrives on TCP). */
 	for (struct lgr *g = srv.lgrs, *n; g; g = n) {
 		n = g->next;
-		pthread_mutex_init(&g->lock, NULL);
-		real.close(g->ctl);
-		g->ctl = -1;
-		g->dead = 1;
-		lgr_put(g);
+		forget_in_child(g);
 	}
 	srv.lgrs = NULL;
+	if (srv.last)
+		lgr_put(srv.last);
+	srv.last = NULL;
 	if (srv.ep >= 0) {
 		real.close(srv.ep);
 		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
@@ -766,11 +915,7 @@ void lgr_atfork_child(void)
 	}
 	for (struct lgr *g = clients, *n; g; g = n) {
 		n = g->next;
-		pthread_mutex_init(&g->lock, NULL);
-		g->dead = 1;
-		real.close(g->ctl);
-		g->ctl = -1;
-		lgr_put(g);
+		forget_in_child(g);
 	}
 	clients = NULL;
 }

@@ -9,9 +9,11 @@
 #define USMC_LGR_H
 
 #include <pthread.h>
-#include <sys/socket.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
+#include "bellcache.h"
 #include "clc.h"
 #include "segment.h"
 
@@ -26,10 +28,12 @@ struct arena {
 	struct arena *next;
 };
 
-/* A segment handed back by its client while the server may still use it. */
+/* A segment handed back by its client, reusable or waiting for the server, with
+ * the client's doorbell ends when both ends kept theirs (else -1). */
 struct seg_ref {
 	struct arena *arena;
 	uint64_t off, size;
+	int bells[CLC_NBELLS];
 	struct seg_ref *next;
 };
 
@@ -47,6 +51,7 @@ struct lgr {
 	struct arena *arenas;
 	struct seg_ref *free, *zombies;  /* client: reusable / waiting for the server */
 	struct usock *pending;           /* client: proposed, not yet resolved */
+	struct bellcache kept;           /* server: doorbells of released segments */
 	struct lgr *next;
 };
 
@@ -62,24 +67,29 @@ struct seg_loc {
 /* Client: find or open the link group to a listener; returns it referenced. */
 struct lgr *lgr_client_get(const char *path);
 /* Client: carve a segment, initialise it PENDING, and send the proposal for it with
- * our TCP socket and both doorbells. Returns 0 or -errno. */
+ * our TCP socket and, unless the segment's are kept, new doorbells. bells gets
+ * our ends: [0] we sleep on, [1] we ring. Returns 0 or -errno. */
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, const int bells[CLC_NBELLS]);
+		struct seg_loc *loc, int bells[CLC_NBELLS]);
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
-/* Both: give a segment back and drop the connection's reference. */
-void lgr_seg_release(struct seg_loc *loc, enum lgr_role role);
+/* Both: give a segment back and drop the connection's reference. bells, the
+ * connection's doorbell ends ([0] it sleeps on, [1] it rings), are taken over (kept for the segment's next
+ * connection, or closed); NULL when the connection did not end cleanly. */
+void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS]);
 void lgr_put(struct lgr *g);
 
 /* Server: start accepting link groups on this process's control socket. */
 int lgr_server_start(void);
 const char *lgr_server_name(void);
-/* Server: after accept() returned tcpfd, find the proposal for it. Returns 1 and
+/* Server: after accept() returned tcpfd from the listener bound to bound (whose
+ * network namespace cookie *netns_cookie caches, 0 until known), find the
+ * proposal for it. Returns 1 and
  * fills loc/ev/conn_id on a match (the caller attaches), 0 if the client did not
  * propose, and -reason if a proposal matched but cannot be used (it was declined). */
-int lgr_server_match(int tcpfd, const struct sockaddr *peer, struct seg_loc *loc, int bells[CLC_NBELLS],
-		     uint64_t *conn_id);
+int lgr_server_match(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
+		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int bells[CLC_NBELLS], uint64_t *conn_id);
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);

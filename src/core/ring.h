@@ -21,6 +21,7 @@
 
 /* Flags the producer publishes in its line. */
 #define RING_PF_SHUT_WR 0x1u   /* no more bytes will follow (shutdown or close) */
+#define RING_PF_FIN     0x2u   /* ...and the TCP socket ends with FIN, not RST */
 /* Flags the consumer publishes in its line. */
 #define RING_CF_CLOSED  0x1u   /* the consumer closed the socket: nobody will read */
 

@@ -258,6 +258,9 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			       sizeof(struct timeval));
 		else if ((name == SO_SNDBUF || name == SO_RCVBUF) && len >= sizeof(int))
 			*(name == SO_SNDBUF ? &s->sndbuf : &s->rcvbuf) = *(const int *)val;
+		else if (name == SO_LINGER && len >= sizeof(struct linger))
+			s->abortive = ((const struct linger *)val)->l_onoff &&
+				      !((const struct linger *)val)->l_linger;
 	}
 	if (o)
 		obj_put(o);

@@ -1,6 +1,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -62,6 +63,36 @@ static int mode_of(struct usock *s)
 	return atomic_load_explicit(&s->mode, memory_order_acquire);
 }
 
+/* A data operation's hold on one direction: this process's lock, then, once the
+ * connection is shared after fork, the holders' lock with the state loaded. */
+static void op_lock(struct usock *s, enum hold_dir d)
+{
+	struct ring_end *e = d == HOLD_TX ? &s->tx : &s->rx;
+
+	pthread_mutex_lock(d == HOLD_TX ? &s->tx_lock : &s->rx_lock);
+	if (s->hold)
+		holders_lock(s->hold, d, e);
+}
+
+static void op_unlock(struct usock *s, enum hold_dir d)
+{
+	if (s->hold)
+		holders_unlock(s->hold, d, d == HOLD_TX ? &s->tx : &s->rx);
+	pthread_mutex_unlock(d == HOLD_TX ? &s->tx_lock : &s->rx_lock);
+}
+
+/* Readiness looks at copies of both directions, current even when another
+ * holder moved the cursors, without disturbing an operation in progress. */
+static void view(struct usock *s, struct ring_end *tx, struct ring_end *rx)
+{
+	*tx = s->tx;
+	*rx = s->rx;
+	if (s->hold) {
+		holders_peek(s->hold, HOLD_TX, tx);
+		holders_peek(s->hold, HOLD_RX, rx);
+	}
+}
+
 static void ring_peer(struct usock *s)
 {
 	dev->doorbell_ring(s->peer_bell);
@@ -82,7 +113,8 @@ static void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick)
 
 	if (h & RING_WAKE_FUTEX) {
 		atomic_fetch_add_explicit(kick, 1, memory_order_release);
-		futex(kick, FUTEX_WAKE, 1, NULL);
+		/* All: processes sharing the end after fork may each wait. */
+		futex(kick, FUTEX_WAKE, INT_MAX, NULL);
 		stat_add(STAT_DOORBELLS, 1);
 	}
 	if (h & RING_WAKE_BELL || !(h & RING_WAKE_FUTEX))
@@ -291,7 +323,6 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 		stat_fallback(st ? DECL_TIMEOUT : DECL_PROTOCOL);
 		return;
 	}
-	atomic_store(&loc.hdr->holders[1], 1);
 	rings_setup(s);
 	atomic_store(&s->mode, MODE_SHM);
 	stat_add(STAT_CONN_ACCEL, 1);
@@ -453,13 +484,14 @@ static int eof_possible(struct usock *s)
 		RING_PF_SHUT_WR);
 }
 
-static int writable(struct usock *s, uint64_t space)
+static int writable(const struct ring_end *tx, uint64_t space)
 {
-	return space * 3 >= s->tx.cap;
+	return space * 3 >= tx->cap;
 }
 
-/* Events satisfied by shared memory alone (no system call). */
-static short shm_ready(struct usock *s, short events)
+/* Events satisfied by shared memory alone (no system call), as tx and rx (ours,
+ * under the operation's lock, or a view) show them. */
+static short shm_ready(struct usock *s, struct ring_end *tx, struct ring_end *rx, short events)
 {
 	uint64_t n;
 	short r = 0;
@@ -467,11 +499,11 @@ static short shm_ready(struct usock *s, short events)
 	if (!s->connected)
 		return 0;
 	if (events & POLLIN) {
-		if (ring_avail(&s->rx, &n) < 0 || n || eof_possible(s))
+		if (ring_avail(rx, &n) < 0 || n || eof_possible(s))
 			r |= POLLIN;
 	}
 	if (events & POLLOUT) {
-		if (writes_to_tcp(s) || ring_space(&s->tx, &n) < 0 || writable(s, n))
+		if (writes_to_tcp(s) || ring_space(tx, &n) < 0 || writable(tx, n))
 			r |= POLLOUT;
 	}
 	return r;
@@ -516,6 +548,7 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 {
 	short r;
 	uint64_t n;
+	struct ring_end tx, rx;
 
 	if (tcp & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
 		atomic_store(&s->tcp_event, 1);
@@ -532,7 +565,8 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 		r |= POLLIN | POLLRDHUP;
 	if (r & POLLIN)
 		r |= POLLRDNORM;
-	if (ring_avail(&s->rx, &n) < 0) {
+	view(s, &tx, &rx);
+	if (ring_avail(&rx, &n) < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
 	} else if (n) {
@@ -540,20 +574,18 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	}
 	if (writes_to_tcp(s)) {
 		r |= (short)(tcp & (POLLOUT | POLLWRNORM));
-	} else if (ring_space(&s->tx, &n) < 0) {
+	} else if (ring_space(&tx, &n) < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
-	} else if (writable(s, n)) {
+	} else if (writable(&tx, n)) {
 		r |= POLLOUT | POLLWRNORM;
 	}
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
 }
 
-int conn_arm(struct usock *s, int fd, short events)
+/* Asks the peer to ring our doorbell for events. */
+static void arm_bell(struct usock *s, short events)
 {
-	(void)fd;
-	if (!s->connected)
-		return 0;
 	if (events & POLLIN) {
 		atomic_fetch_or_explicit(&s->rx.sh->cons_how, RING_WAKE_BELL, memory_order_relaxed);
 		ring_arm(&s->rx.sh->cons_wait);
@@ -562,7 +594,18 @@ int conn_arm(struct usock *s, int fd, short events)
 		atomic_fetch_or_explicit(&s->tx.sh->prod_how, RING_WAKE_BELL, memory_order_relaxed);
 		ring_arm(&s->tx.sh->prod_wait);
 	}
-	return shm_ready(s, events) != 0;
+}
+
+int conn_arm(struct usock *s, int fd, short events)
+{
+	struct ring_end tx, rx;
+
+	(void)fd;
+	if (!s->connected)
+		return 0;
+	arm_bell(s, events);
+	view(s, &tx, &rx);
+	return shm_ready(s, &tx, &rx, events) != 0;
 }
 
 void conn_disarm(struct usock *s, short events)
@@ -600,14 +643,17 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 		slice = deadline > now ? deadline - now : 0;
 	atomic_fetch_or_explicit(how, RING_WAKE_FUTEX, memory_order_relaxed);
 	ring_arm(wait);
-	if (shm_ready(s, events)) {
+	if (shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
 		return 0;
 	}
 	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
+	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	signal_wait_begin();
+	op_unlock(s, d);
 	long r = slice ? futex(kick, FUTEX_WAIT, k, &ts) : (errno = ETIMEDOUT, -1);
 	int e = errno;
+	op_lock(s, d);
 	atomic_fetch_and_explicit(how, ~RING_WAKE_FUTEX, memory_order_relaxed);
 	conn_disarm(s, events);
 	if (r == 0 || e == EAGAIN)
@@ -659,7 +705,7 @@ static int spin(struct usock *s, short events)
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
 
 	while (now - start < limit && now - moved < idle) {
-		if (shm_ready(s, events))
+		if (shm_ready(s, &s->tx, &s->rx, events))
 			return 1;
 		__builtin_ia32_pause();
 		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed);
@@ -697,13 +743,18 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 		pf[0].events |= POLLOUT;
 	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
 	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
-	if (conn_arm(s, fd, events)) {
+	if (s->connected)
+		arm_bell(s, events);
+	if (shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
 		return 0;
 	}
+	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
 	signal_wait_begin();
+	op_unlock(s, d);
 	int r = real.poll(pf, 3, sys_ms_left(dl));
 	int e = errno;
+	op_lock(s, d);
 	conn_disarm(s, events);
 	if (r < 0) {
 		if (e == EINTR && !has_timeout && signal_wait_restart())
@@ -785,7 +836,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 		errno = EOPNOTSUPP;
 		return -1;
 	}
-	pthread_mutex_lock(&s->tx_lock);
+	op_lock(s, HOLD_TX);
 	for (;;) {
 		if (mode_of(s) == MODE_PENDING && s->connected)
 			conn_pending_check(s, fd);
@@ -843,11 +894,11 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			goto fail;
 		}
 	}
-	pthread_mutex_unlock(&s->tx_lock);
+	op_unlock(s, HOLD_TX);
 	stat_add(STAT_SEND_CALLS, 1);
 	return (ssize_t)done;
 tcp:
-	pthread_mutex_unlock(&s->tx_lock);
+	op_unlock(s, HOLD_TX);
 	if (done) {
 		/* Fell back in the middle of a blocking write: the rest goes on TCP. */
 		if (nb || done == want)
@@ -859,7 +910,7 @@ tcp:
 	}
 	return plain_sendmsg(fd, iov, iovcnt, flags);
 fail:
-	pthread_mutex_unlock(&s->tx_lock);
+	op_unlock(s, HOLD_TX);
 	return -1;
 }
 
@@ -874,7 +925,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 		errno = EINVAL; /* as TCP says when no urgent byte is pending */
 		return -1;
 	}
-	pthread_mutex_lock(&s->rx_lock);
+	op_lock(s, HOLD_RX);
 	for (;;) {
 		if (mode_of(s) == MODE_PENDING && s->connected)
 			conn_pending_check(s, fd);
@@ -969,17 +1020,17 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			goto fail;
 		}
 	}
-	pthread_mutex_unlock(&s->rx_lock);
+	op_unlock(s, HOLD_RX);
 	if (done)
 		stat_add(STAT_RECV_CALLS, 1);
 	return (ssize_t)done;
 tcp:
-	pthread_mutex_unlock(&s->rx_lock);
+	op_unlock(s, HOLD_RX);
 	if (done)
 		return (ssize_t)done;
 	return plain_recvmsg(fd, iov, iovcnt, flags);
 fail:
-	pthread_mutex_unlock(&s->rx_lock);
+	op_unlock(s, HOLD_RX);
 	return -1;
 }
 
@@ -991,14 +1042,14 @@ int conn_shutdown(struct usock *s, int fd, int how)
 	if (r < 0)
 		return r;
 	if (how == SHUT_WR || how == SHUT_RDWR) {
-		pthread_mutex_lock(&s->tx_lock);
+		op_lock(s, HOLD_TX);
 		if (conn_accel(s) && !s->shut_wr) {
 			s->shut_wr = 1;
 			atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR | RING_PF_FIN,
 						 memory_order_release);
 			notify_data(s);
 		}
-		pthread_mutex_unlock(&s->tx_lock);
+		op_unlock(s, HOLD_TX);
 	}
 	if (how == SHUT_RD || how == SHUT_RDWR)
 		s->shut_rd = 1;
@@ -1047,10 +1098,22 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 
 void conn_atfork_prepare(struct usock *s)
 {
-	if (mode_of(s) == MODE_LISTEN)
+	if (mode_of(s) == MODE_LISTEN) {
 		s->forked = 1;
-	else if (conn_accel(s))
-		atomic_fetch_add(&s->seg.hdr->holders[s->server], 1);
+		return;
+	}
+	/* Operations never sleep holding these, so this waits only for those in
+	 * progress; the state seeded into the holders' page is then final. */
+	pthread_mutex_lock(&s->tx_lock);
+	pthread_mutex_lock(&s->rx_lock);
+	if (conn_accel(s)) {
+		if (!s->hold)
+			s->hold = holders_new(&s->tx, &s->rx);
+		if (s->hold)
+			holders_add(s->hold);
+	}
+	pthread_mutex_unlock(&s->rx_lock);
+	pthread_mutex_unlock(&s->tx_lock);
 }
 
 void conn_close(struct usock *s, int fd)
@@ -1063,13 +1126,21 @@ void conn_close(struct usock *s, int fd)
 		return;
 	}
 	epoll_sock_closed(s);
-	if ((m == MODE_PENDING || m == MODE_SHM) &&
-	    atomic_fetch_sub(&s->seg.hdr->holders[s->server], 1) > 1) {
-		/* Another process still holds this end: only our copies go. */
-		close_bells(s);
-		lgr_put(s->seg.lgr);
-		memset(&s->seg, 0, sizeof(s->seg));
-		m = MODE_PLAIN;
+	if (s->hold) {
+		struct holders *h = s->hold;
+		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
+			/* Another process still holds this end: only our copies go. */
+			close_bells(s);
+			lgr_put(s->seg.lgr);
+			memset(&s->seg, 0, sizeof(s->seg));
+			m = MODE_PLAIN;
+		} else {
+			/* The last holder ends the connection from the latest state. */
+			holders_peek(h, HOLD_TX, &s->tx);
+			holders_peek(h, HOLD_RX, &s->rx);
+		}
+		s->hold = NULL;
+		holders_unmap(h);
 	}
 	if (m == MODE_PENDING && !s->connected) {
 		lgr_withdraw(s->seg.lgr, s->conn_id);
@@ -1103,8 +1174,10 @@ void conn_close(struct usock *s, int fd)
 int conn_fionread(struct usock *s, int fd, int *out)
 {
 	uint64_t avail;
+	struct ring_end tx, rx;
 
-	if (ring_avail(&s->rx, &avail) < 0) {
+	view(s, &tx, &rx);
+	if (ring_avail(&rx, &avail) < 0) {
 		conn_abort(s, fd);
 		errno = ECONNRESET;
 		return -1;
@@ -1116,12 +1189,14 @@ int conn_fionread(struct usock *s, int fd, int *out)
 int conn_outq(struct usock *s, int fd, int *out)
 {
 	uint64_t space;
+	struct ring_end tx, rx;
 
-	if (ring_space(&s->tx, &space) < 0) {
+	view(s, &tx, &rx);
+	if (ring_space(&tx, &space) < 0) {
 		conn_abort(s, fd);
 		errno = ECONNRESET;
 		return -1;
 	}
-	*out = (int)(s->tx.cap - space);
+	*out = (int)(tx.cap - space);
 	return 0;
 }

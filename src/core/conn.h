@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "decline.h"
+#include "holders.h"
 #include "lgr.h"
 #include "ring.h"
 
@@ -38,8 +39,10 @@ struct usock {
 	struct obj o;
 	_Atomic int mode;
 	pthread_mutex_t lock;       /* mode changes, pending resolution, registrations */
-	pthread_mutex_t rx_lock;    /* one consumer at a time */
-	pthread_mutex_t tx_lock;    /* one producer at a time */
+	/* One consumer, one producer at a time; never held across a sleep. */
+	pthread_mutex_t rx_lock;
+	pthread_mutex_t tx_lock;
+	struct holders *hold;       /* after fork: the end's state, shared by its holders */
 	int family;
 	int server;                 /* accepted side */
 	int nonblock;               /* O_NONBLOCK of the open file, as last set */

@@ -254,7 +254,6 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	struct seg_hdr *h = (struct seg_hdr *)(a->base + off);
 	memset(h, 0, sizeof(*h));
 	h->magic = SEG_MAGIC;
-	atomic_store(&h->holders[0], 1);
 	atomic_store_explicit(&h->state, SEG_PENDING, memory_order_release);
 
 	clc_proposal_init(&p);

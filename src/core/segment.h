@@ -27,9 +27,6 @@ struct seg_hdr {
 	_Alignas(RING_CACHELINE) uint32_t magic;
 	_Atomic uint32_t state;     /* moved out of SEG_PENDING by exactly one CAS */
 	_Atomic uint32_t released;  /* SEG_REL_* bits: reusable when both are set */
-	/* Processes holding each end (client, server): fork shares a connection, and
-	 * only the last holder's close ends it. */
-	_Atomic uint32_t holders[2];
 	struct ring_shared ring[2];
 };
 

@@ -539,7 +539,6 @@ void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size
     if (seg_off + SEG_HDR_SIZE <= arena_size) {
         struct seg_hdr *h = (struct seg_hdr *)(f->base + seg_off);
         h->magic = SEG_MAGIC;
-        atomic_store(&h->holders[0], 1);
         atomic_store(&h->state, SEG_PENDING);
     }
     for (int i = 0; i < CLC_NBELLS; i++)

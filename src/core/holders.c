@@ -1,0 +1,102 @@
+#include "holders.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+struct end_state {
+	pthread_mutex_t lock;   /* process-shared and robust: a holder may die in it */
+	uint64_t pos, peer;
+	uint32_t last_rung;
+};
+
+struct holders {
+	_Atomic unsigned count;
+	struct end_state end[2];
+};
+
+static int lock_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int e = pthread_mutexattr_init(&a);
+
+	if (!e)
+		e = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!e)
+		e = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!e)
+		e = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return e;
+}
+
+static void save(struct end_state *s, const struct ring_end *e)
+{
+	s->pos = e->pos;
+	s->peer = e->peer;
+	s->last_rung = e->last_rung;
+}
+
+struct holders *holders_new(const struct ring_end *tx, const struct ring_end *rx)
+{
+	struct holders *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (h == MAP_FAILED)
+		return NULL;
+	if (lock_init(&h->end[HOLD_TX].lock) || lock_init(&h->end[HOLD_RX].lock)) {
+		munmap(h, sizeof(*h));
+		return NULL;
+	}
+	atomic_init(&h->count, 1);
+	save(&h->end[HOLD_TX], tx);
+	save(&h->end[HOLD_RX], rx);
+	return h;
+}
+
+void holders_add(struct holders *h)
+{
+	atomic_fetch_add(&h->count, 1);
+}
+
+unsigned holders_drop(struct holders *h)
+{
+	return atomic_fetch_sub(&h->count, 1) - 1;
+}
+
+void holders_unmap(struct holders *h)
+{
+	munmap(h, sizeof(*h));
+}
+
+void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
+{
+	struct end_state *s = &h->end[d];
+
+	if (pthread_mutex_lock(&s->lock) == EOWNERDEAD) {
+		/* A holder died in the middle of an operation, after publishing its
+		 * cursor perhaps but before saving it here. Our own line of the ring
+		 * holds what the peer was told: continue from there when it is ahead
+		 * and plausible. */
+		uint64_t pub = atomic_load(d == HOLD_TX ? &e->sh->prod : &e->sh->cons);
+		if (pub > s->pos && pub - s->pos <= e->size)
+			s->pos = pub;
+		pthread_mutex_consistent(&s->lock);
+	}
+	e->pos = s->pos;
+	e->peer = s->peer;
+	e->last_rung = s->last_rung;
+}
+
+void holders_peek(struct holders *h, enum hold_dir d, struct ring_end *e)
+{
+	holders_lock(h, d, e);
+	pthread_mutex_unlock(&h->end[d].lock);
+}
+
+void holders_unlock(struct holders *h, enum hold_dir d, const struct ring_end *e)
+{
+	save(&h->end[d], e);
+	pthread_mutex_unlock(&h->end[d].lock);
+}

@@ -47,6 +47,16 @@ int addr_is_loopback(const struct addr *a)
 	return !memcmp(a->ip, lo6, 16);
 }
 
+void addr_reached(struct addr *a)
+{
+	if (!addr_is_any(a))
+		return;
+	if (a->family == AF_INET)
+		a->ip[0] = 127, a->ip[3] = 1;
+	else
+		a->ip[15] = 1;
+}
+
 unsigned addr_port(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

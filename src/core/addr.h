@@ -17,6 +17,9 @@ void addr_from_sockaddr(struct addr *a, const struct sockaddr *sa);
 int addr_equal(const struct addr *a, const struct addr *b); /* ip and port */
 int addr_is_any(const struct addr *a);
 int addr_is_loopback(const struct addr *a);
+/* A connect() to the wildcard address reaches this host over loopback (Linux
+ * takes 0.0.0.0 for 127.0.0.1 and :: for ::1): the address it really reaches. */
+void addr_reached(struct addr *a);
 unsigned addr_port(const struct sockaddr *sa);
 void addr_format(const struct addr *a, char *buf, size_t len);  /* ip only */
 int addr_parse(struct addr *a, const char *s);                  /* ip only */

@@ -291,6 +291,7 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	if (sscanf(t, "%255s %lu %3999s", name, &ns, list) != 3 || strchr(name, '/'))
 		return -1;
 	addr_from_sockaddr(&d, dst);
+	addr_reached(&d);
 	/* Loopback addresses only reach listeners in our own network namespace. */
 	if (!list_has(list, &d) || (addr_is_loopback(&d) && ns != my_netns))
 		return -1;

@@ -1,6 +1,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -163,9 +164,9 @@ static void shm_teardown(struct usock *s, int clean)
 {
 	int bells[CLC_NBELLS] = {s->bell, s->peer_bell};
 
-	if (!clean || !s->seg.lgr)
+	if (!clean || !s->seg.hdr)
 		close_bells(s);
-	if (s->seg.lgr)
+	if (s->seg.hdr)
 		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT,
 				clean ? bells : NULL);
 	s->bell = s->peer_bell = -1;
@@ -628,6 +629,22 @@ void conn_disarm(struct usock *s, short events)
  * its channel's hang-up arrive, and are seen within this time. */
 #define FUTEX_SLICE_NS 200000000ull
 
+/* The peer process's channel hung up: it died, unless its end went to other
+ * processes, which its kernel socket then stays open for. */
+static void channel_hung_up(struct usock *s)
+{
+	if (!((atomic_load(&s->rx.sh->prod_flags) | atomic_load(&s->tx.sh->cons_flags)) &
+	      RING_F_HANDED))
+		atomic_store(&s->peer_gone, 1);
+}
+
+/* Marks our lines: our end is going to other processes. */
+static void mark_handed(struct usock *s)
+{
+	atomic_fetch_or(&s->tx.sh->prod_flags, RING_F_HANDED);
+	atomic_fetch_or(&s->rx.sh->cons_flags, RING_F_HANDED);
+}
+
 /* The sleep of a blocking call on an attached connection: one futex_wait, no
  * descriptors. Returns like conn_wait(). */
 static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
@@ -662,12 +679,12 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
 	/* A slice ran out: look for what rings no bell. */
 	struct pollfd pf[2] = {{fd, (short)(in ? POLLIN | POLLRDHUP : 0), 0},
-			       {s->seg.lgr->ctl, 0, 0}};
+			       {s->seg.lgr ? s->seg.lgr->ctl : -1, 0, 0}};
 	if (real.poll(pf, 2, 0) > 0) {
 		if (pf[0].revents)
 			atomic_store(&s->tcp_event, 1);
 		if (pf[1].revents & (POLLHUP | POLLERR))
-			atomic_store(&s->peer_gone, 1);
+			channel_hung_up(s);
 	}
 	return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
 }
@@ -773,7 +790,7 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 		if (pending)
 			lgr_client_poll(g);
 		if (pf[1].revents & (POLLHUP | POLLERR))
-			atomic_store(&s->peer_gone, 1);
+			channel_hung_up(s);
 	}
 	return 0;
 }
@@ -1107,8 +1124,9 @@ void conn_atfork_prepare(struct usock *s)
 	pthread_mutex_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->rx_lock);
 	if (conn_accel(s)) {
+		mark_handed(s);
 		if (!s->hold)
-			s->hold = holders_new(&s->tx, &s->rx);
+			s->hold = holders_new(&s->tx, &s->rx, &s->hold_fd);
 		if (s->hold)
 			holders_add(s->hold);
 	}
@@ -1131,8 +1149,7 @@ void conn_close(struct usock *s, int fd)
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
 			/* Another process still holds this end: only our copies go. */
 			close_bells(s);
-			lgr_put(s->seg.lgr);
-			memset(&s->seg, 0, sizeof(s->seg));
+			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;
 		} else {
 			/* The last holder ends the connection from the latest state. */
@@ -1141,6 +1158,7 @@ void conn_close(struct usock *s, int fd)
 		}
 		s->hold = NULL;
 		holders_unmap(h);
+		real.close(s->hold_fd);
 	}
 	if (m == MODE_PENDING && !s->connected) {
 		lgr_withdraw(s->seg.lgr, s->conn_id);
@@ -1199,4 +1217,128 @@ int conn_outq(struct usock *s, int fd, int *out)
 	}
 	*out = (int)(tx.cap - space);
 	return 0;
+}
+
+/* ------------------------------------------------------------ exec */
+
+static int dup_inheritable(int fd)
+{
+	return fd < 0 ? -1 : real.fcntl(fd, F_DUPFD, 0);
+}
+
+int conn_export(struct usock *s, int fd, struct conn_export *x)
+{
+	if (mode_of(s) != MODE_SHM || !s->seg.hdr || atomic_load(&s->peer_gone))
+		return -1;
+	mark_handed(s);
+	op_lock(s, HOLD_TX);
+	op_lock(s, HOLD_RX);
+	*x = (struct conn_export){
+		.fd = fd, .family = s->family, .server = s->server, .nonblock = s->nonblock,
+		.shut_rd = s->shut_rd, .shut_wr = s->shut_wr, .abortive = s->abortive,
+		.arena_fd = dup_inheritable(s->seg.arena->fd), .bell = dup_inheritable(s->bell),
+		.peer_bell = dup_inheritable(s->peer_bell),
+		.hold_fd = s->hold ? dup_inheritable(s->hold_fd) : -1,
+		.arena_size = s->seg.arena->size, .seg_off = s->seg.off, .seg_size = s->seg.size,
+		.ring_size = {s->seg.ring_size[0], s->seg.ring_size[1]},
+		.tx_pos = s->tx.pos, .tx_peer = s->tx.peer, .tx_cap = s->tx.cap,
+		.rx_pos = s->rx.pos, .rx_peer = s->rx.peer,
+		.tx_rung = s->tx.last_rung, .rx_rung = s->rx.last_rung,
+		.rcvtimeo = s->rcvtimeo, .sndtimeo = s->sndtimeo,
+		.sndbuf = s->sndbuf, .rcvbuf = s->rcvbuf,
+	};
+	op_unlock(s, HOLD_RX);
+	op_unlock(s, HOLD_TX);
+	if (x->arena_fd < 0 || x->bell < 0 || x->peer_bell < 0 || (s->hold && x->hold_fd < 0)) {
+		conn_export_close(x);
+		return -1;
+	}
+	return 0;
+}
+
+void conn_export_close(struct conn_export *x)
+{
+	int *fds[] = {&x->arena_fd, &x->bell, &x->peer_bell, &x->hold_fd};
+
+	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			real.close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+static int pow2_ring(uint64_t v)
+{
+	return v >= CLC_RING_MIN && v <= CLC_RING_MAX && !(v & (v - 1));
+}
+
+/* Our own cursors as the last program left them: whatever the peer did since is
+ * checked by the ring as usual. */
+static int cursors_hold(uint64_t pos, uint64_t peer, uint64_t size, int producer)
+{
+	return producer ? peer <= pos && pos - peer <= size : pos <= peer && peer - pos <= size;
+}
+
+struct usock *conn_import(const struct conn_export *in)
+{
+	struct conn_export x = *in;
+	struct usock *s = NULL;
+	struct arena *a = NULL;
+
+	if ((x.family != AF_INET && x.family != AF_INET6) || !pow2_ring(x.ring_size[0]) ||
+	    !pow2_ring(x.ring_size[1]) || x.seg_size < seg_bytes(x.ring_size) ||
+	    x.seg_off > x.arena_size || x.seg_size > x.arena_size - x.seg_off ||
+	    (x.seg_off & 4095) || x.bell < 0 || x.peer_bell < 0)
+		goto fail;
+	a = lgr_arena_adopt(x.arena_fd, x.arena_size);
+	x.arena_fd = -1;
+	if (!a || !(s = usock_new(x.family, x.nonblock)))
+		goto fail;
+	s->server = x.server;
+	s->seg = (struct seg_loc){NULL, a, x.seg_off, x.seg_size, {x.ring_size[0], x.ring_size[1]},
+				  (struct seg_hdr *)(a->base + x.seg_off)};
+	a = NULL;
+	rings_setup(s);
+	if (!cursors_hold(x.tx_pos, x.tx_peer, s->tx.size, 1) ||
+	    !cursors_hold(x.rx_pos, x.rx_peer, s->rx.size, 0) || !x.tx_cap || x.tx_cap > s->tx.size)
+		goto fail;
+	s->tx.pos = x.tx_pos;
+	s->tx.peer = x.tx_peer;
+	s->tx.cap = x.tx_cap;
+	s->tx.last_rung = x.tx_rung;
+	s->rx.pos = x.rx_pos;
+	s->rx.peer = x.rx_peer;
+	s->rx.last_rung = x.rx_rung;
+	if (x.hold_fd >= 0) {
+		if (!(s->hold = holders_adopt(x.hold_fd)))
+			goto fail;
+		s->hold_fd = sys_fd_high(x.hold_fd);
+		x.hold_fd = -1;
+	}
+	s->bell = sys_fd_high(x.bell);
+	s->peer_bell = sys_fd_high(x.peer_bell);
+	x.bell = x.peer_bell = -1;
+	s->connected = 1;
+	s->shut_rd = x.shut_rd;
+	s->shut_wr = x.shut_wr;
+	s->abortive = x.abortive;
+	s->rcvtimeo = x.rcvtimeo;
+	s->sndtimeo = x.sndtimeo;
+	s->sndbuf = x.sndbuf;
+	s->rcvbuf = x.rcvbuf;
+	atomic_store(&s->mode, MODE_SHM);
+	return s;
+fail:
+	conn_export_close(&x);
+	if (s) {
+		if (s->hold) {
+			holders_unmap(s->hold);
+			real.close(s->hold_fd);
+		}
+		close_bells(s);
+		if (s->seg.arena)
+			lgr_seg_forget(&s->seg);
+		usock_put(s);
+	}
+	return NULL;
 }

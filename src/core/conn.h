@@ -43,6 +43,7 @@ struct usock {
 	pthread_mutex_t rx_lock;
 	pthread_mutex_t tx_lock;
 	struct holders *hold;       /* after fork: the end's state, shared by its holders */
+	int hold_fd;                /* its memfd */
 	int family;
 	int server;                 /* accepted side */
 	int nonblock;               /* O_NONBLOCK of the open file, as last set */
@@ -87,6 +88,28 @@ void conn_listener_closed(struct usock *s, unsigned long ino);
 void conn_atfork_prepare(struct usock *s);
 /* After fork(), in the child. */
 void conn_atfork_child(void);
+
+/* An attached connection's state as exec() hands it to the next program: plain
+ * values and inheritable copies of the descriptors it needs. */
+struct conn_export {
+	int fd;                     /* the TCP socket: the same number after exec */
+	int family, server, nonblock, shut_rd, shut_wr, abortive;
+	int arena_fd, bell, peer_bell, hold_fd;      /* hold_fd: -1 when not shared */
+	uint64_t arena_size, seg_off, seg_size, ring_size[2];
+	uint64_t tx_pos, tx_peer, tx_cap, rx_pos, rx_peer;
+	uint32_t tx_rung, rx_rung;
+	struct timeval rcvtimeo, sndtimeo;
+	int sndbuf, rcvbuf;
+};
+
+/* Fills x for an attached connection (the descriptor copies are the caller's);
+ * -1 when it cannot be handed over. */
+int conn_export(struct usock *s, int fd, struct conn_export *x);
+/* Closes the descriptor copies (exec() failed). */
+void conn_export_close(struct conn_export *x);
+/* The connection x describes, taking over its descriptors (closed on failure);
+ * NULL if x does not hold together. */
+struct usock *conn_import(const struct conn_export *x);
 
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);

@@ -4,6 +4,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sys.h"
+
+#define HOLDERS_MAGIC 0x444c4f48u /* "HOLD" */
 
 struct end_state {
 	pthread_mutex_t lock;   /* process-shared and robust: a holder may die in it */
@@ -12,6 +18,7 @@ struct end_state {
 };
 
 struct holders {
+	uint32_t magic;
 	_Atomic unsigned count;
 	struct end_state end[2];
 };
@@ -38,17 +45,29 @@ static void save(struct end_state *s, const struct ring_end *e)
 	s->last_rung = e->last_rung;
 }
 
-struct holders *holders_new(const struct ring_end *tx, const struct ring_end *rx)
+static struct holders *map_page(int fd)
 {
-	struct holders *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct holders *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
-	if (h == MAP_FAILED)
-		return NULL;
-	if (lock_init(&h->end[HOLD_TX].lock) || lock_init(&h->end[HOLD_RX].lock)) {
-		munmap(h, sizeof(*h));
+	return h == MAP_FAILED ? NULL : h;
+}
+
+struct holders *holders_new(const struct ring_end *tx, const struct ring_end *rx, int *fd)
+{
+	struct holders *h = NULL;
+
+	*fd = memfd_create("usmc-holders", MFD_CLOEXEC);
+	if (*fd >= 0 && ftruncate(*fd, sizeof(*h)) == 0)
+		h = map_page(*fd);
+	if (!h || lock_init(&h->end[HOLD_TX].lock) || lock_init(&h->end[HOLD_RX].lock)) {
+		if (h)
+			munmap(h, sizeof(*h));
+		if (*fd >= 0)
+			real.close(*fd);
 		return NULL;
 	}
+	*fd = sys_fd_high(*fd);
+	h->magic = HOLDERS_MAGIC;
 	atomic_init(&h->count, 1);
 	save(&h->end[HOLD_TX], tx);
 	save(&h->end[HOLD_RX], rx);
@@ -63,6 +82,20 @@ void holders_add(struct holders *h)
 unsigned holders_drop(struct holders *h)
 {
 	return atomic_fetch_sub(&h->count, 1) - 1;
+}
+
+struct holders *holders_adopt(int fd)
+{
+	struct stat st;
+	struct holders *h = NULL;
+
+	if (fstat(fd, &st) == 0 && st.st_size == (off_t)sizeof(*h))
+		h = map_page(fd);
+	if (h && h->magic != HOLDERS_MAGIC) {
+		munmap(h, sizeof(*h));
+		h = NULL;
+	}
+	return h;
 }
 
 void holders_unmap(struct holders *h)

@@ -15,8 +15,11 @@ struct holders;
 enum hold_dir { HOLD_TX, HOLD_RX };
 
 /* A page for an end now held by one process, seeded with its state; NULL when
- * out of memory. */
-struct holders *holders_new(const struct ring_end *tx, const struct ring_end *rx);
+ * out of memory. It lives in a memfd (*fd, the caller's to close), so that
+ * exec() can hand it over. */
+struct holders *holders_new(const struct ring_end *tx, const struct ring_end *rx, int *fd);
+/* The page mapped again from its memfd after exec(); NULL if fd is not one. */
+struct holders *holders_adopt(int fd);
 void holders_add(struct holders *h);
 /* One holder lets go; returns how many remain. The caller then unmaps. */
 unsigned holders_drop(struct holders *h);

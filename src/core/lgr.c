@@ -57,6 +57,13 @@ static void seg_list_free(struct seg_ref *r)
 	}
 }
 
+static void arena_free(struct arena *a)
+{
+	real.close(a->fd);
+	dev->arena_unmap(a->base, a->size);
+	free(a);
+}
+
 void lgr_put(struct lgr *g)
 {
 	pthread_mutex_lock(&g->lock);
@@ -66,10 +73,7 @@ void lgr_put(struct lgr *g)
 		return;
 	for (struct arena *a = g->arenas, *n; a; a = n) {
 		n = a->next;
-		if (a->fd_unsent >= 0)
-			real.close(a->fd_unsent);
-		dev->arena_unmap(a->base, a->size);
-		free(a);
+		arena_free(a);
 	}
 	seg_list_free(g->free);
 	seg_list_free(g->zombies);
@@ -197,7 +201,8 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 			real.close(fd);
 			return -ENOMEM;
 		}
-		a->fd_unsent = fd;
+		a->fd = sys_fd_high(fd);
+		a->unsent = 1;
 		a->size = asz;
 		a->id = ++g->next_arena_id;
 		a->next = g->arenas;
@@ -270,10 +275,10 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 		memcpy(fds + nfds, theirs, sizeof(theirs));
 		nfds += CLC_NBELLS;
 	}
-	if (a->fd_unsent >= 0) {
+	if (a->unsent) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
-		fds[nfds++] = a->fd_unsent;
+		fds[nfds++] = a->fd;
 	}
 	ssize_t n = dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
 	bells_close(theirs);
@@ -290,10 +295,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 			client_mark_dead(g);
 		return n < 0 ? (int)n : -EPROTO;
 	}
-	if (a->fd_unsent >= 0) {
-		real.close(a->fd_unsent);
-		a->fd_unsent = -1;
-	}
+	a->unsent = 0;
 	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h};
 	s->conn_id = p.conn_id;
 	s->pending_next = g->pending;
@@ -346,12 +348,82 @@ void lgr_client_poll(struct lgr *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* Arenas handed over across exec(): no link group owns them, their connections
+ * do. */
+static pthread_mutex_t adopted_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct arena *adopted;
+
+struct arena *lgr_arena_adopt(int fd, uint64_t size)
+{
+	struct stat st, o;
+	struct arena *a;
+
+	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size) {
+		real.close(fd);
+		return NULL;
+	}
+	pthread_mutex_lock(&adopted_lock);
+	for (a = adopted; a; a = a->next)
+		if (fstat(a->fd, &o) == 0 && o.st_ino == st.st_ino && o.st_dev == st.st_dev)
+			break;
+	if (a) {
+		real.close(fd);
+	} else if ((a = calloc(1, sizeof(*a))) && (a->base = dev->arena_map(fd, size))) {
+		a->fd = sys_fd_high(fd);
+		a->size = size;
+		a->next = adopted;
+		adopted = a;
+	} else {
+		free(a);
+		a = NULL;
+		real.close(fd);
+	}
+	if (a)
+		a->refs++;
+	pthread_mutex_unlock(&adopted_lock);
+	return a;
+}
+
+static void arena_unadopt(struct arena *a);
+
+void lgr_seg_forget(struct seg_loc *loc)
+{
+	if (loc->lgr)
+		lgr_put(loc->lgr);
+	else
+		arena_unadopt(loc->arena);
+	memset(loc, 0, sizeof(*loc));
+}
+
+static void arena_unadopt(struct arena *a)
+{
+	pthread_mutex_lock(&adopted_lock);
+	if (--a->refs == 0) {
+		for (struct arena **pp = &adopted; *pp; pp = &(*pp)->next)
+			if (*pp == a) {
+				*pp = a->next;
+				break;
+			}
+		arena_free(a);
+	}
+	pthread_mutex_unlock(&adopted_lock);
+}
+
 void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS])
 {
 	struct lgr *g = loc->lgr;
 	uint32_t bit = role == LGR_CLIENT ? SEG_REL_CLIENT : SEG_REL_SERVER;
 	int keep[CLC_NBELLS] = {-1, -1};
 
+	if (!g) {
+		/* Adopted after exec(): the segment goes back to a link group of the
+		 * process before, or of the peer, which find it released. */
+		if (bells)
+			bells_close((int[CLC_NBELLS]){bells[0], bells[1]});
+		atomic_fetch_or(&loc->hdr->released, bit);
+		arena_unadopt(loc->arena);
+		return;
+	}
 	if (bells)
 		memcpy(keep, bells, sizeof(keep));
 	if (role == LGR_SERVER) {
@@ -559,7 +631,10 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 				a = NULL;
 			}
 		}
-		real.close(fd);
+		if (a)
+			a->fd = sys_fd_high(fd);
+		else
+			real.close(fd);
 		if (!a) {
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
@@ -567,7 +642,6 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 		}
 		a->id = p->arena_id;
 		a->size = p->arena_size;
-		a->fd_unsent = -1;
 		a->next = g->arenas;
 		g->arenas = a;
 	}

@@ -21,7 +21,9 @@ struct usock;
 
 struct arena {
 	uint32_t id;
-	int fd_unsent;          /* client: memfd still to pass with a proposal, or -1 */
+	int fd;                 /* its memfd, kept so that exec() can hand it over */
+	int unsent;             /* client: the memfd still has to go with a proposal */
+	int refs;               /* adopted after exec(): connections using it */
 	unsigned char *base;
 	uint64_t size;
 	uint64_t bump;          /* client: first never-used byte */
@@ -74,7 +76,15 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
-/* Both: give a segment back and drop the connection's reference. bells, the
+/* Drops a connection's hold on its segment without releasing it: another
+ * process still holds the connection's end. */
+void lgr_seg_forget(struct seg_loc *loc);
+/* After exec(): map an arena handed over by the previous program (taking over
+ * fd), or find the one already mapped from the same memfd. NULL on failure. */
+struct arena *lgr_arena_adopt(int fd, uint64_t size);
+
+/* Both: give a segment back and drop the connection's reference (a connection
+ * adopted after exec() has no link group: loc->lgr is NULL). bells, the
  * connection's doorbell ends ([0] it sleeps on, [1] it rings), are taken over (kept for the segment's next
  * connection, or closed); NULL when the connection did not end cleanly. */
 void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS]);

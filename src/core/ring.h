@@ -24,6 +24,10 @@
 #define RING_PF_FIN     0x2u   /* ...and the TCP socket ends with FIN, not RST */
 /* Flags the consumer publishes in its line. */
 #define RING_CF_CLOSED  0x1u   /* the consumer closed the socket: nobody will read */
+/* Either side, in its own line: this end went to other processes (fork, exec),
+ * so its link group's channel no longer speaks for it: the channel hanging up
+ * does not mean the end is gone. */
+#define RING_F_HANDED   0x80u
 
 /* How a waiter wants to be woken (its "how" word): a thread blocked in a call on
  * this socket sleeps on a futex, poll and epoll sleep on a doorbell descriptor. */

@@ -55,6 +55,9 @@ struct sys_calls {
 			    const sigset_t *);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	int (*open)(const char *, int, ...);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
 };
 
 extern struct sys_calls sys_real;

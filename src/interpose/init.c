@@ -46,4 +46,5 @@ __attribute__((constructor)) static void usmc_init(void)
 		return;
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	active = 1;
+	exec_adopt();
 }

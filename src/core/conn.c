@@ -1119,19 +1119,29 @@ void conn_atfork_prepare(struct usock *s)
 		s->forked = 1;
 		return;
 	}
+	if (conn_accel(s))
+		conn_share(s);
+}
+
+int conn_share(struct usock *s)
+{
 	/* Operations never sleep holding these, so this waits only for those in
 	 * progress; the state seeded into the holders' page is then final. */
 	pthread_mutex_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->rx_lock);
-	if (conn_accel(s)) {
-		mark_handed(s);
-		if (!s->hold)
-			s->hold = holders_new(&s->tx, &s->rx, &s->hold_fd);
-		if (s->hold)
-			holders_add(s->hold);
-	}
+	mark_handed(s);
+	if (!s->hold)
+		s->hold = holders_new(&s->tx, &s->rx, &s->hold_fd);
+	if (s->hold)
+		holders_add(s->hold);
 	pthread_mutex_unlock(&s->rx_lock);
 	pthread_mutex_unlock(&s->tx_lock);
+	return s->hold ? 0 : -1;
+}
+
+void conn_unshare(struct usock *s)
+{
+	holders_drop(s->hold);
 }
 
 void conn_close(struct usock *s, int fd)

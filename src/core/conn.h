@@ -86,6 +86,11 @@ int conn_listen(struct usock *s, int fd, int backlog);
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
 void conn_atfork_prepare(struct usock *s);
+/* One more process will hold this end (fork, a descriptor passed on): its state
+ * moves to the holders' page. -1 if it cannot. conn_unshare() takes it back when
+ * the other process never came. */
+int conn_share(struct usock *s);
+void conn_unshare(struct usock *s);
 /* After fork(), in the child. */
 void conn_atfork_child(void);
 

@@ -12,7 +12,9 @@
 
 #include "../core/conn.h"
 #include "../core/sys.h"
+#include "fdpass.h"
 #include "fdtab.h"
+#include "init.h"
 
 /* Returns the socket (referenced) if fd is accelerated, else NULL. */
 static struct usock *accel(int fd)
@@ -148,7 +150,9 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
 	struct usock *s = accel(fd);
 	if (!s)
-		return real.recvmsg(fd, m, flags);
+		return m && m->msg_control && m->msg_controllen && usmc_active()
+			       ? fdpass_recvmsg(fd, m, flags)
+			       : real.recvmsg(fd, m, flags);
 	if (!iov_ok(m)) {
 		usock_put(s);
 		errno = EMSGSIZE;
@@ -167,7 +171,9 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	struct usock *s = accel(fd);
 	if (!s)
-		return real.sendmsg(fd, m, flags);
+		return m && m->msg_control && m->msg_controllen && usmc_active()
+			       ? fdpass_sendmsg(fd, m, flags)
+			       : real.sendmsg(fd, m, flags);
 	if (!iov_ok(m)) {
 		usock_put(s);
 		errno = EMSGSIZE;

@@ -1,0 +1,282 @@
+# Helpers shared by the benchmark driver (run.sh), its workloads (workloads/*.sh) and the demo.
+#
+# A workload is a file in workloads/ that sets
+#   WL_TITLE            what it measures
+#   WL_UNIT, WL_BETTER  the unit of its figure, and whether lower or higher is better
+#   WL_MODES            the modes it runs (see mode_name), "tcp" first: ratios are against it
+#   WL_CASES            array of case keys (a message size, a connection count...)
+# and defines
+#   wl_server MODE      start the server for MODE with `serve` (nothing to do: return 0)
+#   wl_client MODE CASE run one repetition with `client` and print one number, the figure
+#   wl_label CASE       optional: the case as the table shows it (default: the key)
+# Servers listen on $PORT (TCP modes) or $SOCK (unix mode); $MODE_DIR is the mode's private
+# directory. Mode "bare" has no server: its client is bare_ring, the limit the others approach. A mode that cannot start its server, or a repetition that prints no number, counts as
+# failed; nothing a mode does stops the run.
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$BENCH_DIR/.." && pwd)
+USMC_BUILD=${USMC_BUILD:-build}
+case $USMC_BUILD in /*) ;; *) USMC_BUILD=$ROOT/$USMC_BUILD ;; esac
+USMC=$USMC_BUILD/bin/usmc
+BIN=$ROOT/build/bench
+WL_DIR=$BENCH_DIR/workloads
+BUSY_POLL_US=50
+SECS=${BENCH_SECONDS:-5}
+
+# Server and client on different cores: a transport is measured, not the scheduler.
+if [ "$(nproc)" -ge 2 ]; then
+    SERVER_CPU=0 CLIENT_CPU=1
+else
+    SERVER_CPU=0 CLIENT_CPU=0
+fi
+
+declare -A _server_pid=() _mode_port=()
+WL_NAME=
+_client_pid=
+_ports=()
+
+say() { printf '%s\n' "$*" >&2; }
+
+# better: which way the current workload's figures improve, as a phrase
+better() {
+    case $WL_BETTER in lower | higher) echo "$WL_BETTER is better" ;; *) echo "$WL_BETTER" ;; esac
+}
+
+# load_workload NAME: forgets the previous workload and reads NAME's definition.
+load_workload() {
+    unset -f wl_server wl_client wl_label
+    unset WL_TITLE WL_UNIT WL_BETTER WL_MODES WL_CASES
+    WL_NAME=$1
+    . "$WL_DIR/$1.sh"
+    declare -F wl_label >/dev/null || wl_label() { echo "$1"; }
+}
+
+mode_name() {
+    case $1 in
+        tcp) echo "TCP" ;;
+        unix) echo "Unix socket" ;;
+        usmc) echo "usmc" ;;
+        usmc-bp) echo "usmc, busy-poll ${BUSY_POLL_US} µs" ;;
+        usmc-sleep) echo "usmc, sleeping (no busy-poll)" ;;
+        fallback) echo "usmc client, plain server" ;;
+        bare) echo "bare memfd ring" ;;
+        *) echo "$1" ;;
+    esac
+}
+
+# _launcher MODE SIDE: sets _cmd to the prefix that runs SIDE (server or client) of MODE pinned to
+# its core, under usmc where MODE says so.
+_launcher() {
+    local mode=$1 side=$2 cpu=$SERVER_CPU
+    [ "$side" = client ] && cpu=$CLIENT_CPU
+    # bare_ring pins its two processes itself, one on each core
+    [ "$mode" = bare ] && cpu=$SERVER_CPU,$CLIENT_CPU
+    _cmd=(taskset -c "$cpu")
+    case $mode:$side in
+        usmc:* | fallback:client) _cmd+=("$USMC" run --rundir "$RD" --) ;;
+        usmc-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --rundir "$RD" --) ;;
+        usmc-sleep:*) _cmd+=(env USMC_BUSY_POLL_US=0 "$USMC" run --rundir "$RD" --) ;;
+    esac
+}
+
+# pick_port: a TCP port nobody uses and this run has not handed out, below the ephemeral range so
+# that no client connection can take it meanwhile; in PORT.
+pick_port() {
+    local ephemeral
+    read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range
+    while :; do
+        PORT=$((10000 + RANDOM % (ephemeral - 10000)))
+        case " ${_ports[*]} " in *" $PORT "*) continue ;; esac
+        if [ -z "$(ss -Htan "( sport = :$PORT )")" ]; then
+            _ports+=("$PORT")
+            return
+        fi
+    done
+}
+
+# use_mode MODE: selects MODE's port, socket, runtime directory and private directory for the
+# current workload ($WL_NAME), creating them on first use: every workload's usmc counters are
+# its own, unless SHARED_RUNDIR names one runtime directory for all.
+use_mode() {
+    MODE=$1
+    MODE_DIR=$WORK/$WL_NAME/$MODE
+    SOCK=$MODE_DIR/sock
+    if [ ! -d "$MODE_DIR" ]; then
+        mkdir -p "$MODE_DIR"
+        mkdir -m 700 "$MODE_DIR/rundir"
+        pick_port
+        _mode_port[$WL_NAME/$MODE]=$PORT
+    fi
+    RD=${SHARED_RUNDIR:-$MODE_DIR/rundir}
+    PORT=${_mode_port[$WL_NAME/$MODE]}
+}
+
+# endpoint: the address of the current mode's server, as msgrate and connrate take it
+endpoint() {
+    if [ "$MODE" = unix ]; then echo "unix:$SOCK"; else echo "tcp:127.0.0.1:$PORT"; fi
+}
+
+_listening() {
+    if [ "$MODE" = unix ]; then
+        [ -n "$(ss -Hxln "src $SOCK")" ]
+    else
+        [ -n "$(ss -Htln "( sport = :$PORT )")" ]
+    fi
+}
+
+# serve CMD...: starts the current mode's server in the background (output in $MODE_DIR/server.log)
+# and returns 0 once it listens, 1 if it died or never listened.
+serve() {
+    _launcher "$MODE" server
+    # each launcher stage execs the next, so $! is the server itself
+    "${_cmd[@]}" "$@" >"$MODE_DIR/server.log" 2>&1 &
+    _server_pid[$MODE]=$!
+    for _ in $(seq 100); do
+        kill -0 "${_server_pid[$MODE]}" 2>/dev/null || break
+        _listening && return 0
+        sleep 0.1
+    done
+    say "  server for $MODE did not start: $*"
+    tail -n 5 "$MODE_DIR/server.log" | sed 's/^/    /' >&2
+    return 1
+}
+
+# _reap PID: terminates a process, forcing it after a grace period, and waits for it.
+_reap() {
+    kill -TERM "$1" 2>/dev/null || return 0
+    for _ in $(seq 50); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
+stop_servers() {
+    local mode
+    for mode in "${!_server_pid[@]}"; do
+        _reap "${_server_pid[$mode]}"
+    done
+    _server_pid=()
+}
+
+# client CMD...: one client run of the current mode, bounded in time (a hung transport is a
+# failure, not the end of the benchmark). Its output, stdout and stderr, is left in $CLIENT_OUT.
+# Runs in the background and waited for, so that an interrupted driver stops it at once.
+client() {
+    _launcher "$MODE" client
+    timeout -k 5 $((SECS * 4 + 60)) "${_cmd[@]}" "$@" >"$CLIENT_OUT" 2>&1 &
+    _client_pid=$!
+    local rc=0
+    wait "$_client_pid" || rc=$?
+    _client_pid=
+    return "$rc"
+}
+
+# start_servers MODE...: every mode's server; ALIVE[MODE] is 1 for those that started
+declare -A ALIVE=()
+start_servers() {
+    local mode
+    ALIVE=()
+    for mode; do
+        use_mode "$mode"
+        if [ "$mode" = bare ] || wl_server "$mode"; then ALIVE[$mode]=1; else ALIVE[$mode]=0; fi
+    done
+}
+
+# measure MODE CASE: one repetition; FIGURE is its number, or FAILED (failure_detail says why).
+# Sets a variable rather than printing, so that it runs in this shell, where an interruption
+# finds the client to stop.
+measure() {
+    FIGURE=FAILED
+    use_mode "$1"
+    rm -f "$CLIENT_OUT" "$WORK/figure.err"
+    [ "${ALIVE[$1]-0}" = 1 ] || return 0
+    wl_client "$1" "$2" >"$WORK/figure" 2>"$WORK/figure.err"
+    FIGURE=$(head -n 1 "$WORK/figure")
+    is_number "$FIGURE" || FIGURE=FAILED
+}
+
+# failure_detail: the last words of the client that measure found failing, indented
+failure_detail() {
+    tail -n 3 "$CLIENT_OUT" "$WORK/figure.err" 2>/dev/null | grep -v '^==>' | grep . | sed 's/^/    /'
+}
+
+# cleanup: every client and server this shell started is stopped, whatever ended it.
+bench_cleanup() {
+    [ -n "$_client_pid" ] && _reap "$_client_pid"
+    stop_servers
+    [ -n "${WORK-}" ] && rm -rf "$WORK"
+}
+
+# bench_begin: private work directory, cleanup on every way out.
+bench_begin() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/usmc-bench.XXXXXX")
+    CLIENT_OUT=$WORK/client.out
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+# build_programs: the benchmark's own C programs, into build/bench/, rebuilt when a source changed.
+build_programs() {
+    local prog srcs
+    mkdir -p "$BIN"
+    for prog in msgrate connrate bare_ring; do
+        srcs=("$BENCH_DIR/$prog.c")
+        [ "$prog" = bare_ring ] || srcs+=("$BENCH_DIR/endpoint.c")
+        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h -newer "$BIN/$prog")" ]; then
+            ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -o "$BIN/$prog" "${srcs[@]}" ||
+                return 1
+        fi
+    done
+}
+
+is_number() { [[ $1 =~ ^[0-9]+([.][0-9]+)?([eE][-+]?[0-9]+)?$ ]]; }
+
+# summarize: numbers on stdin, one per line, "FAILED" for a failed run; prints
+# "MEDIAN MIN MAX OK TOTAL", or "FAILED - - 0 TOTAL" when no run succeeded.
+summarize() {
+    awk '$1 == "FAILED" { n++; next } { v[++ok] = $1 + 0; n++ }
+        END {
+            if (!ok) { printf "FAILED - - 0 %d\n", n; exit }
+            for (i = 2; i <= ok; i++)
+                for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+            m = (ok % 2) ? v[(ok + 1) / 2] : (v[ok / 2] + v[ok / 2 + 1]) / 2
+            printf "%.10g %.10g %.10g %d %d\n", m, v[1], v[ok], ok, n
+        }'
+}
+
+# fmt NUMBER: three significant digits at least, no exponent
+fmt() {
+    awk -v x="$1" 'BEGIN {
+        if (x == "FAILED" || x == "-" || x == "") { print x; exit }
+        a = x < 0 ? -x : x
+        if (a >= 100) printf "%.0f\n", x; else if (a >= 10) printf "%.1f\n", x
+        else if (a >= 1) printf "%.2f\n", x; else printf "%.3f\n", x
+    }'
+}
+
+# ratio A B: A / B with two decimals, or "—" when either is missing
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        if (!(a + 0 > 0 && b + 0 > 0 && a != "FAILED" && b != "FAILED")) { print "—"; exit }
+        r = a / b
+        if (r >= 10) printf "%.1f ×\n", r; else if (r >= 0.1) printf "%.2f ×\n", r; else printf "%.2g ×\n", r
+    }'
+}
+
+# usmc_counter RUNDIR NAME: one counter of `usmc stats`, 0 when absent or unreadable
+usmc_counter() {
+    "$USMC" stats --rundir "$1" 2>/dev/null | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'
+}
+
+# bare_client latency|throughput SIZE: one bare_ring run, measured as sockperf measures
+bare_client() {
+    client "$BIN/bare_ring" "$1" "$2" "$SECS" && cat "$CLIENT_OUT"
+}
+
+# sockperf_server: the server both sockperf workloads and the demo measure against
+sockperf_server() {
+    serve sockperf server --tcp -i 127.0.0.1 -p "$PORT"
+}

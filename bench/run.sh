@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# The benchmark driver: every workload over plain TCP loopback, Unix domain sockets where the
+# application has them, usmc, and usmc busy-polling, in one run, server and client pinned to
+# different cores, repetitions interleaved across modes so that drift in the machine's load
+# touches every mode alike. Writes bench/results/DATE.md (machine, one table per workload with
+# medians, min–max and ratios against TCP), DATE.tsv (every figure) and DATE.png (a plot).
+#
+#   bench/run.sh [--quick] [--reps N] [workload...]     all workloads when none is named
+#   bench/run.sh --list
+#
+# Environment: USMC_BUILD (default build) selects the usmc build, BENCH_SECONDS the length of a
+# timed run (5 s, --quick 2 s), BENCH_RESULTS where the results go (bench/results).
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate redis nginx fallback connrate iperf3 bare_ring)
+
+usage() {
+    say "usage: bench/run.sh [--quick] [--reps N] [workload...] | bench/run.sh --list"
+    exit 2
+}
+
+list() {
+    local name
+    for name in "${ALL_WORKLOADS[@]}"; do
+        load_workload "$name"
+        printf '%-12s %s (%s; %s; modes: %s)\n' "$name" "$WL_TITLE" "$WL_UNIT" \
+            "$(better)" "$WL_MODES"
+    done
+}
+
+QUICK=0
+REPS=
+selected=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --list) list; exit 0 ;;
+        --quick) QUICK=1 ;;
+        --reps) [ $# -ge 2 ] || usage; REPS=$2; shift ;;
+        -h | --help) usage ;;
+        -*) usage ;;
+        *)
+            [ -f "$WL_DIR/$1.sh" ] || { say "unknown workload '$1' (bench/run.sh --list)"; exit 2; }
+            selected+=("$1")
+            ;;
+    esac
+    shift
+done
+[ ${#selected[@]} -gt 0 ] || selected=("${ALL_WORKLOADS[@]}")
+if [ "$QUICK" = 1 ]; then
+    REPS=${REPS:-2}
+    SECS=${BENCH_SECONDS:-2}
+fi
+REPS=${REPS:-5}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || usage
+export QUICK
+
+bench_begin
+build_programs || { say "building the benchmark programs failed"; exit 1; }
+[ -x "$USMC" ] || say "warning: $USMC is missing (run make): the usmc modes will fail"
+
+stamp=$(date +%Y-%m-%d-%H%M)
+RESULTS=${BENCH_RESULTS:-$BENCH_DIR/results}
+mkdir -p "$RESULTS"
+# a second run within the same minute keeps the first one's results
+for n in $(seq 2 99); do
+    [ -e "$RESULTS/$stamp.md" ] || break
+    stamp=${stamp%-[0-9]}-$n
+done
+MD=$RESULTS/$stamp.md
+TSV=$RESULTS/$stamp.tsv
+PNG=$RESULTS/$stamp.png
+: >"$TSV"
+
+record() { (IFS=$'\t'; printf '%s\n' "$*") >>"$TSV"; }
+
+# values WORKLOAD CASE MODE: the figures of one row, one per line
+values() {
+    awk -F'\t' -v w="$1" -v c="$2" -v m="$3" '$1 == "V" && $2 == w && $3 == c && $4 == m { print $5 }' "$TSV"
+}
+
+# tcp_median WORKLOAD CASE: the TCP median a row is compared with
+tcp_median() {
+    values "$1" "$2" tcp | summarize | cut -d' ' -f1
+}
+
+# lscpu_field NAME: one line of lscpu's summary
+lscpu_field() { lscpu | sed -n "s/^$1: *//p" | head -n 1; }
+
+machine() {
+    local hv
+    hv=$(lscpu_field 'Hypervisor vendor')
+    echo "## Machine"
+    echo
+    echo "- CPU: $(lscpu_field 'Model name'); $(nproc) online: $(lscpu_field 'Socket(s)') socket(s) × $(lscpu_field 'Core(s) per socket') core(s) × $(lscpu_field 'Thread(s) per core') thread(s)${hv:+; virtual machine ($hv)}"
+    echo "- memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    echo "- kernel: $(uname -r); $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")"
+    echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- usmc: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown), build $USMC_BUILD"
+    echo "- tools: $(for p in sockperf redis-tools nginx-light wrk iperf3; do
+        dpkg-query -W -f '${Package} ${Version}, ' "$p" 2>/dev/null; done | sed 's/, $//')"
+    echo
+    echo "## Method"
+    echo
+    echo "Server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU (taskset). Each figure: $REPS runs of ${SECS} s,"
+    echo "interleaved across modes; the tables give the median, the range, and the median's ratio"
+    echo "to plain TCP loopback. Modes: **TCP** plain loopback; **Unix socket** where the application"
+    echo "has one; **usmc**: \`usmc run\` on both ends (the library's default busy-poll); **usmc,"
+    echo "busy-poll**: the same with USMC_BUSY_POLL_US=$BUSY_POLL_US; **usmc, sleeping**: with"
+    echo "USMC_BUSY_POLL_US=0, every wait a sleep; **usmc client, plain server**:"
+    echo "the fallback path. Each usmc mode has its own runtime directory; its counters are listed"
+    echo "under the table to show whether shared memory carried the connections."
+    echo
+}
+
+# table NAME: the workload's results, as Markdown
+table() {
+    local name=$1 case mode s median min max ok total tcp acc fb
+    printf '## %s: %s\n\n' "$name" "$WL_TITLE"
+    printf '%s; %s.\n\n' "$WL_UNIT" "$(better)"
+    echo "| case | mode | median | min – max | vs TCP | runs |"
+    echo "|---|---|---:|---:|---:|---:|"
+    for case in "${WL_CASES[@]}"; do
+        tcp=$(tcp_median "$name" "$case")
+        for mode in $WL_MODES; do
+            read -r median min max ok total < <(values "$name" "$case" "$mode" | summarize)
+            if [ "$median" = FAILED ]; then
+                printf '| %s | %s | FAILED | | | %s/%s |\n' "$(wl_label "$case")" "$(mode_name "$mode")" "$ok" "$total"
+                continue
+            fi
+            printf '| %s | %s | %s | %s – %s | %s | %s/%s |\n' "$(wl_label "$case")" \
+                "$(mode_name "$mode")" "$(fmt "$median")" "$(fmt "$min")" "$(fmt "$max")" \
+                "$(ratio "$median" "$tcp")" "$ok" "$total"
+        done
+    done
+    echo
+    for mode in $WL_MODES; do
+        s=$(awk -F'\t' -v w="$name" -v m="$mode" '$1 == "S" && $2 == w && $3 == m { print $4, $5 }' "$TSV")
+        [ -n "$s" ] || continue
+        read -r acc fb <<<"$s"
+        printf -- '- %s: usmc counted %s accelerated connection ends, %s fallbacks' "$(mode_name "$mode")" "$acc" "$fb"
+        if [ "$mode" != fallback ] && [ "$acc" -eq 0 ]; then
+            printf ' — **not accelerated: these figures are not usmc'"'"'s**'
+        elif [ "$mode" = fallback ] && [ "$acc" -gt 0 ]; then
+            printf ' — **accelerated: this is not the fallback path**'
+        fi
+        echo
+    done
+    echo
+}
+
+# ceiling NAME: for a workload that also ran bare_ring (mode bare), every mode's median as a
+# multiple of that limit, measured in the same minutes
+ceiling() {
+    local name=$1 case mode bare median
+    printf '### %s against the bare limit\n\n' "$name"
+    echo "Each mode's median as a multiple of the bare memfd ring's, measured in the same minutes:"
+    echo "for latency a floor, for throughput a ceiling. The ring copies each message in one piece,"
+    echo "so a transport that overlaps the two copies of a large message can pass it there."
+    echo
+    echo "| case | mode | median | × bare ring |"
+    echo "|---|---|---:|---:|"
+    for case in "${WL_CASES[@]}"; do
+        bare=$(values "$name" "$case" bare | summarize | cut -d' ' -f1)
+        for mode in $WL_MODES; do
+            [ "$mode" != bare ] || continue
+            median=$(values "$name" "$case" "$mode" | summarize | cut -d' ' -f1)
+            printf '| %s | %s | %s | %s |\n' "$(wl_label "$case")" "$(mode_name "$mode")" \
+                "$(fmt "$median")" "$(ratio "$median" "$bare")"
+        done
+    done
+    echo
+}
+
+# run_workload NAME: every case, repetition and mode of one workload, recorded in the TSV
+run_workload() {
+    local name=$1 case mode rep
+    load_workload "$name"
+    say "== $name: $WL_TITLE ($WL_UNIT; $(better))"
+    record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER"
+    for case in "${WL_CASES[@]}"; do
+        record C "$name" "$case" "$(wl_label "$case")"
+    done
+    start_servers $WL_MODES
+    for case in "${WL_CASES[@]}"; do
+        for rep in $(seq "$REPS"); do
+            for mode in $WL_MODES; do
+                measure "$mode" "$case"
+                record V "$name" "$case" "$mode" "$FIGURE"
+                say "  $(wl_label "$case"), $(mode_name "$mode"), run $rep/$REPS: $FIGURE"
+                [ "$FIGURE" != FAILED ] || failure_detail >&2
+            done
+        done
+    done
+    stop_servers
+    for mode in $WL_MODES; do
+        case $mode in usmc | usmc-bp | usmc-sleep | fallback) ;; *) continue ;; esac
+        use_mode "$mode"
+        [ -x "$USMC" ] || continue
+        record S "$name" "$mode" "$(usmc_counter "$RD" conn_accelerated)" "$(usmc_counter "$RD" conn_fallback)"
+    done
+    table "$name" >>"$MD"
+    if [[ " $WL_MODES " = *" bare "* && " $WL_MODES " = *" tcp "* ]]; then
+        ceiling "$name" >>"$MD"
+    fi
+}
+
+# plot: matplotlib from the distribution if no python3 on PATH has it
+plot() {
+    local py
+    for py in python3 /usr/bin/python3; do
+        if "$py" -c 'import matplotlib' 2>/dev/null; then
+            "$py" "$BENCH_DIR/plot.py" "$TSV" "$PNG.tmp" && mv "$PNG.tmp" "$PNG" && return 0
+            return 1
+        fi
+    done
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        say "installing python3-matplotlib for the plot"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-matplotlib >/dev/null 2>&1 &&
+            /usr/bin/python3 "$BENCH_DIR/plot.py" "$TSV" "$PNG.tmp" && mv "$PNG.tmp" "$PNG" && return 0
+    fi
+    say "no plot: python3 with matplotlib is not available (apt-get install python3-matplotlib)"
+    return 1
+}
+
+{
+    echo "# usmc benchmark, $(date '+%Y-%m-%d %H:%M %Z')"
+    echo
+    echo "\`bench/run.sh $([ "$QUICK" = 1 ] && echo '--quick ')${selected[*]}\`"
+    echo
+    machine
+} >"$MD"
+
+for name in "${selected[@]}"; do
+    run_workload "$name"
+done
+
+if plot; then
+    printf '![results](%s)\n' "$(basename "$PNG")" >>"$MD"
+fi
+say "results: $MD"

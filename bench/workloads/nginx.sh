@@ -1,0 +1,50 @@
+# nginx (one worker) serving a 1 KB file to wrk, with keep-alive and with a connection per request.
+WL_TITLE="nginx + wrk, 1 worker, 1 KB file"
+WL_UNIT="requests/s"
+WL_BETTER=higher
+WL_MODES="tcp usmc usmc-bp"    # wrk has no Unix domain sockets
+WL_CASES=(keepalive-100 keepalive-1000 close-100 close-1000)
+
+wl_label() {
+    local how=${1%-*}
+    [ "$how" = close ] && how="Connection: close"
+    echo "$how, ${1##*-} connections"
+}
+
+wl_server() {
+    mkdir -p "$MODE_DIR/www" "$MODE_DIR/tmp"
+    head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
+    cat >"$MODE_DIR/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+worker_rlimit_nofile 8192;
+pid $MODE_DIR/nginx.pid;
+error_log $MODE_DIR/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path $MODE_DIR/tmp/body;
+    proxy_temp_path $MODE_DIR/tmp/proxy;
+    fastcgi_temp_path $MODE_DIR/tmp/fastcgi;
+    uwsgi_temp_path $MODE_DIR/tmp/uwsgi;
+    scgi_temp_path $MODE_DIR/tmp/scgi;
+    server {
+        listen 127.0.0.1:$PORT backlog=4096;
+        root $MODE_DIR/www;
+    }
+}
+CONF
+    serve nginx -p "$MODE_DIR" -c "$MODE_DIR/nginx.conf" -e "$MODE_DIR/error.log"
+}
+
+# A run whose responses were not all 2xx measured errors, not nginx: it fails.
+wl_client() {
+    local header=()
+    [ "${2%-*}" = close ] && header=(-H 'Connection: close')
+    client wrk -t1 -c "${2##*-}" -d "${SECS}s" "${header[@]}" "http://127.0.0.1:$PORT/1k.html" ||
+        return 1
+    grep -q 'Non-2xx' "$CLIENT_OUT" && return 1
+    sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$CLIENT_OUT"
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The benchmark driver works: one short repetition of the message-rate workload must produce
+# a results table with a figure for every mode, a data file and counters showing that the usmc
+# modes went through shared memory. The figures themselves decide nothing here.
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 1
+out=$(mktemp -d "${TMPDIR:-/tmp}/usmc-bench-test.XXXXXX") || exit 1
+trap 'rm -rf "$out"' EXIT
+passed=0 failed=0
+
+check() {
+    if eval "$2"; then
+        echo "PASS $1"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $1"
+        failed=$((failed + 1))
+    fi
+}
+
+BENCH_SECONDS=1 BENCH_RESULTS=$out timeout 300 bench/run.sh --reps 1 msgrate >"$out/log" 2>&1
+rc=$?
+md=$(ls "$out"/*.md 2>/dev/null | head -n 1)
+tsv=${md%.md}.tsv
+check "driver exits 0" '[ $rc -eq 0 ] || { tail -n 20 "$out/log"; false; }'
+check "results table written" '[ -n "$md" ] && grep -q "^## msgrate" "$md"'
+check "machine recorded" 'grep -q "^- CPU: " "$md" && grep -q "^- kernel: " "$md"'
+# figure MODE: the row of the table for MODE has a number as its median
+figure() {
+    awk -F' *[|] *' -v m="$1" '$2 == "100 B" && $3 == m && $4 ~ /^[0-9.]+$/ { ok = 1 }
+        END { exit !ok }' "$md"
+}
+for mode in "TCP" "Unix socket" "usmc" "usmc, sleeping (no busy-poll)"; do
+    check "a figure for $mode" "figure '$mode'"
+done
+check "every figure in the data file" '[ "$(grep -c "^V" "$tsv")" -ge 5 ]'
+check "usmc modes used shared memory" \
+    '! grep -E "^- usmc.*counted 0 accelerated" "$md" >/dev/null && grep -qE "^- usmc: usmc counted [1-9]" "$md"'
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1144,14 +1144,14 @@ void conn_unshare(struct usock *s)
 	holders_drop(s->hold);
 }
 
-void conn_close(struct usock *s, int fd)
+int conn_close(struct usock *s, int fd)
 {
 	int m = mode_of(s);
 	uint64_t avail = 0;
 
 	if (m == MODE_LISTEN) {
 		conn_listener_closed(s, 0);
-		return;
+		return 0;
 	}
 	epoll_sock_closed(s);
 	if (s->hold) {
@@ -1175,27 +1175,32 @@ void conn_close(struct usock *s, int fd)
 		shm_teardown(s, 0);
 	} else if (m == MODE_PENDING || m == MODE_SHM) {
 		/* Unread bytes make TCP answer a close with RST; do what it would. */
-		uint32_t fin = RING_PF_FIN;
+		s->closing_fin = !s->abortive;
 		if (ring_avail(&s->rx, &avail) < 0 || avail) {
 			struct linger lg = {1, 0};
 			real.setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-			fin = 0;
+			s->closing_fin = 0;
 		}
-		if (s->abortive)
-			fin = 0;
-		/* Our FIN leaves before the flag, as in conn_shutdown(): the reader
-		 * takes its EOF from the flag, and TIME_WAIT stays on the side that
-		 * closed first, as with TCP. */
-		if (fin && !s->shut_wr && s->connected)
-			real.shutdown(fd, SHUT_WR);
-		atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_SHUT_WR | fin,
-					 memory_order_release);
-		atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED,
-					 memory_order_release);
-		notify_data(s);
-		notify_space(s);
-		shm_teardown(s, m == MODE_SHM && !atomic_load(&s->peer_gone));
+		return 1;
 	}
+	atomic_store(&s->mode, MODE_PLAIN);
+	return 0;
+}
+
+void conn_close_finish(struct usock *s)
+{
+	int m = mode_of(s);
+
+	/* The kernel closed our socket, so its FIN (or RST) has left: the flag
+	 * tells the reader which, and it takes its EOF from the flag alone. As on
+	 * TCP, TIME_WAIT stays on the side that closed first. */
+	atomic_fetch_or_explicit(&s->tx.sh->prod_flags,
+				 RING_PF_SHUT_WR | (s->closing_fin ? RING_PF_FIN : 0),
+				 memory_order_release);
+	atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED, memory_order_release);
+	notify_data(s);
+	notify_space(s);
+	shm_teardown(s, m == MODE_SHM && !atomic_load(&s->peer_gone));
 	atomic_store(&s->mode, MODE_PLAIN);
 }
 

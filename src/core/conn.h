@@ -50,6 +50,7 @@ struct usock {
 	int connected;              /* the TCP handshake completed */
 	int shut_rd, shut_wr;
 	int abortive;               /* SO_LINGER {1, 0}: close sends RST */
+	int closing_fin;            /* closed: the kernel ends the socket with FIN */
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
@@ -120,8 +121,10 @@ struct usock *conn_import(const struct conn_export *x);
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 int conn_shutdown(struct usock *s, int fd, int how);
-/* The last descriptor is being closed. */
-void conn_close(struct usock *s, int fd);
+/* The last descriptor is being closed. Returns 1 when conn_close_finish() must
+ * follow once the kernel closed it. */
+int conn_close(struct usock *s, int fd);
+void conn_close_finish(struct usock *s);
 int conn_fionread(struct usock *s, int fd, int *out);
 int conn_outq(struct usock *s, int fd, int *out);
 

@@ -126,11 +126,24 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
 }
 
 /* The last descriptor naming a socket is going away (close or dup2 over it). */
-static void release_fd(int fd, struct obj *o)
+/* fd no longer names o: the last descriptor closes the connection, in two
+ * halves around the kernel's close of fd (close_fd). */
+static int release_fd(int fd, struct obj *o, int (*close_fd)(void *), void *arg)
 {
-	if (atomic_fetch_sub(&o->fdrefs, 1) == 1 && o->kind == OBJ_SOCK)
-		conn_close((struct usock *)o, fd);
+	int finish = atomic_fetch_sub(&o->fdrefs, 1) == 1 && o->kind == OBJ_SOCK &&
+		     conn_close((struct usock *)o, fd);
+	int r = close_fd(arg), e = errno;
+
+	if (finish)
+		conn_close_finish((struct usock *)o);
 	obj_put(o);
+	errno = e;
+	return r;
+}
+
+static int close_one(void *fd)
+{
+	return real.close(*(int *)fd);
 }
 
 int close(int fd)
@@ -150,9 +163,7 @@ int close(int fd)
 		errno = e;
 		return r;
 	}
-	if (o)
-		release_fd(fd, o);
-	return real.close(fd);
+	return o ? release_fd(fd, o, close_one, &fd) : real.close(fd);
 }
 
 static int dup_track(int oldfd, int newfd)
@@ -174,14 +185,26 @@ int dup(int fd)
 	return dup_track(fd, real.dup(fd));
 }
 
+struct dup_args {
+	int oldfd, newfd, flags, three;
+};
+
+static int dup_call(void *arg)
+{
+	struct dup_args *a = arg;
+
+	return a->three ? real.dup3(a->oldfd, a->newfd, a->flags) : real.dup2(a->oldfd, a->newfd);
+}
+
 static int dup_over(int oldfd, int newfd, int flags, int three)
 {
+	struct dup_args a = {oldfd, newfd, flags, three};
+
 	if (oldfd == newfd)
 		return three ? (errno = EINVAL, -1) : real.dup2(oldfd, newfd);
 	struct obj *old = fdtab_take(newfd);
-	if (old)
-		release_fd(newfd, old);
-	return dup_track(oldfd, three ? real.dup3(oldfd, newfd, flags) : real.dup2(oldfd, newfd));
+	/* dup2() closes what newfd named: the connection's close wraps it. */
+	return dup_track(oldfd, old ? release_fd(newfd, old, dup_call, &a) : dup_call(&a));
 }
 
 int dup2(int oldfd, int newfd)

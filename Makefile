@@ -2,10 +2,14 @@
 # make SAN=asan   -> the same under build-asan/, with AddressSanitizer and UBSan
 # make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
 # make test       -> every test suite (see tests/run-all.sh)
+# make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, lib/libusmc.so,
+#                    include/usmc/usmc.h, lib/pkgconfig/usmc.pc
 # Path lengths are checked where they matter, so -Wformat-truncation is noise here.
 
 CC ?= cc
 SAN ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 BUILD := build$(if $(SAN),-$(SAN))
 
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -Wshadow -fPIC -pthread -Wno-format-truncation
@@ -52,7 +56,15 @@ $(BUILD)/bin/usmc: $(TOOLOBJ)
 test: all
 	tests/run-all.sh
 
+# The tool finds the library as ../lib/libusmc.so from its own directory.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/usmc
+	install -m 755 $(BUILD)/bin/usmc $(DESTDIR)$(PREFIX)/bin/usmc
+	install -m 755 $(BUILD)/lib/libusmc.so $(DESTDIR)$(PREFIX)/lib/libusmc.so
+	install -m 644 include/usmc/usmc.h $(DESTDIR)$(PREFIX)/include/usmc/usmc.h
+	sed 's|@PREFIX@|$(PREFIX)|' usmc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/usmc.pc
+
 clean:
 	rm -rf build build-asan build-tsan
 
-.PHONY: all test clean
+.PHONY: all test install clean

@@ -72,6 +72,16 @@ int config_load(void)
 	cfg.handshake_ms = (uint32_t)v;
 	bad |= env_u64("USMC_DISABLE", 0, 0, 1, &v);
 	cfg.disabled = (int)v;
+	const char *socks = getenv("USMC_SOCKETS");
+	cfg.smc_only = -1;
+	if (socks && !strcmp(socks, "all")) {
+		cfg.smc_only = 0;
+	} else if (socks && !strcmp(socks, "smc")) {
+		cfg.smc_only = 1;
+	} else if (socks) {
+		fprintf(stderr, "usmc: USMC_SOCKETS=%s: expected all or smc\n", socks);
+		bad = 1;
+	}
 	/* A client's bytes wait in the ring until the server attaches; if it declines
 	 * they are replayed on TCP, so keep them within what a fresh loopback socket
 	 * takes without blocking. */

@@ -12,6 +12,10 @@ struct config {
 	uint32_t busy_poll_us;     /* USMC_BUSY_POLL_US: spin this long for the peer before sleeping */
 	uint32_t handshake_ms;     /* USMC_HANDSHAKE_TIMEOUT_MS */
 	int disabled;              /* USMC_DISABLE=1: interpose nothing */
+	/* USMC_SOCKETS=smc: only IPPROTO_SMC sockets are accelerated, =all: every TCP
+	 * one; -1 when unset: the library decides (all when preloaded, as by
+	 * `usmc run`; smc when a program linked it, which is its opt-in). */
+	int smc_only;
 	int ncpus;
 };
 

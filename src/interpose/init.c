@@ -1,9 +1,11 @@
 /* Library start-up: resolve the C library, read settings, and arrange for fork. */
 #include "init.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/config.h"
 #include "../core/lgr.h"
@@ -35,6 +37,27 @@ static void atfork_child(void)
 	conn_atfork_child();
 }
 
+/* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */
+static int preloaded(void)
+{
+	Dl_info self;
+	const char *pre = getenv("LD_PRELOAD");
+
+	if (!pre || !dladdr((void *)preloaded, &self) || !self.dli_fname)
+		return 0;
+	const char *base = strrchr(self.dli_fname, '/');
+	base = base ? base + 1 : self.dli_fname;
+	for (const char *p = pre; *p;) {
+		size_t n = strcspn(p, ": ");
+		const char *b = memrchr(p, '/', n);
+		b = b ? b + 1 : p;
+		if ((size_t)(p + n - b) == strlen(base) && !memcmp(b, base, strlen(base)))
+			return 1;
+		p += n + (p[n] != 0);
+	}
+	return 0;
+}
+
 __attribute__((constructor)) static void usmc_init(void)
 {
 	sys_init();
@@ -44,6 +67,8 @@ __attribute__((constructor)) static void usmc_init(void)
 	}
 	if (cfg.disabled)
 		return;
+	if (cfg.smc_only < 0)
+		cfg.smc_only = !preloaded();
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	active = 1;
 	exec_adopt();

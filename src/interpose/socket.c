@@ -16,20 +16,20 @@
 #include "fdtab.h"
 #include "init.h"
 
-#ifndef IPPROTO_SMC
-#define IPPROTO_SMC 256
-#endif
+#include "usmc/usmc.h"
 
 int socket(int domain, int type, int protocol)
 {
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	int tcp = (domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
 		  (protocol == 0 || protocol == IPPROTO_TCP || protocol == IPPROTO_SMC);
+	/* A program that linked the library asked for IPPROTO_SMC sockets only. */
+	int ours = tcp && (protocol == IPPROTO_SMC || !cfg.smc_only);
 
 	if (tcp && protocol == IPPROTO_SMC)
 		protocol = IPPROTO_TCP;
 	int fd = real.socket(domain, type, protocol);
-	if (fd < 0 || !tcp || !usmc_active())
+	if (fd < 0 || !ours || !usmc_active())
 		return fd;
 	struct usock *s = usock_new(domain, (type & SOCK_NONBLOCK) != 0);
 	if (s && fdtab_set(fd, &s->o) < 0)

@@ -10,8 +10,9 @@
 #include "../core/config.h"
 #include "usmc.h"
 
-/* The library sits next to this program: <prefix>/bin/usmc -> <prefix>/lib/libusmc.so */
-static void lib_path(char *buf, size_t len)
+/* The library sits next to this program: <prefix>/bin/usmc -> <prefix>/lib/libusmc.so.
+ * buf has room for PATH_MAX bytes. */
+static void lib_path(char *buf)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -21,9 +22,10 @@ static void lib_path(char *buf, size_t len)
 		exit(1);
 	}
 	exe[n] = 0;
-	snprintf(buf, len, "%s/../lib/libusmc.so", dirname(exe));
-	if (access(buf, R_OK) != 0) {
-		fprintf(stderr, "usmc: %s: %s\n", buf, strerror(errno));
+	char rel[PATH_MAX + 32];
+	snprintf(rel, sizeof(rel), "%s/../lib/libusmc.so", dirname(exe));
+	if (!realpath(rel, buf) || access(buf, R_OK) != 0) {
+		fprintf(stderr, "usmc: %s: %s\n", rel, strerror(errno));
 		exit(1);
 	}
 }
@@ -50,7 +52,7 @@ int cmd_run(int argc, char **argv)
 		die_usage();
 	if (config_load() < 0)
 		return 1;
-	lib_path(lib, sizeof(lib));
+	lib_path(lib);
 	const char *old = getenv("LD_PRELOAD");
 #ifdef USMC_SANITIZER_RUNTIME
 	/* A sanitizer build needs its runtime loaded before anything else. */

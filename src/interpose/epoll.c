@@ -46,7 +46,7 @@ struct epshadow {
 	pthread_mutex_t ready_lock; /* the ready list only; taken last */
 	struct epreg *all, *ready;
 	uint64_t wait_seq;   /* numbers wait calls, so one call reports a socket once */
-	int pending;         /* a client socket waits for its attach: wake up to look */
+	int recheck;         /* a socket must be looked at again soon: wake up for it */
 	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
 };
 
@@ -438,15 +438,18 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 			reg_to_real(sh, r);
 			continue;
 		}
+		/* Ask the peer to ring us, then make sure we did not miss it: what
+		 * came in meanwhile is reported now, not at some later wait. */
+		if (!got && conn_arm(s, r->fd, want))
+			got = conn_revents(s, r->fd, want, conn_tcp_state(s, r->fd));
 		if (!got) {
-			/* Ask the peer to ring us, then make sure we did not miss it. A
-			 * client still waiting for its attach is looked at again soon:
-			 * a decline by the registry or a plain peer rings no bell. */
-			int pending = conn_pending(s);
-			if (conn_arm(s, r->fd, want) || pending) {
+			/* Looked at again soon: a client still waiting for its attach (a
+			 * decline by the registry or a plain peer rings no bell), or a
+			 * socket the arm found ready that reports nothing yet. */
+			if (conn_pending(s) || conn_arm(s, r->fd, want)) {
 				r->ready_next = keep;
 				keep = r;
-				sh->pending |= pending;
+				sh->recheck = 1;
 			}
 			continue;
 		}
@@ -481,13 +484,13 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		atomic_fetch_add(&sh->sleepers, 1);
 		pthread_mutex_lock(&sh->lock);
 		sh->wait_seq++;
-		sh->pending = 0;
+		sh->recheck = 0;
 		int n = collect(sh, events, maxevents);
-		int pending = sh->pending;
+		int recheck = sh->recheck;
 		pthread_mutex_unlock(&sh->lock);
 
 		int tmo = n ? 0 : timeout < 0 ? -1 : timeout == 0 ? 0 : sys_ms_left(deadline);
-		if (pending && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
+		if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
 			tmo = CONN_PENDING_RECHECK_MS;
 		int m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
 		atomic_fetch_sub(&sh->sleepers, 1);

@@ -1,0 +1,18 @@
+# Idle connections: the ping-pong latency of one connection while 10 000 others stay open and
+# idle, beside the same with none (bench/idle.c). The client reports the memory each idle
+# connection costs it on stderr; the table's notes carry it.
+WL_TITLE="active connection beside idle ones, 14 B ping-pong latency"
+WL_UNIT="usec"
+WL_BETTER=lower
+WL_MODES="tcp usmc"
+WL_CASES=(0 10000)
+
+wl_label() { echo "$1 idle connections"; }
+
+wl_server() { serve "$BIN/idle" server "$(endpoint)"; }
+
+wl_client() {
+    client "$BIN/idle" client "$(endpoint)" "$2" "$SECS" || return 1
+    grep -v '^memory' "$CLIENT_OUT"
+    grep '^memory' "$CLIENT_OUT" | sed "s/^/  $(mode_name "$MODE"), $2 idle: /" >&2
+}

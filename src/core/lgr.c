@@ -1,6 +1,7 @@
 #include "lgr.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -910,6 +911,24 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 	memcpy(bells, hit->fds + CLC_FD_BELLS, CLC_NBELLS * sizeof(int));
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
+}
+
+void lgr_peer_vanished(struct lgr *g)
+{
+	struct pollfd pf = {g->ctl, 0, 0};
+
+	if (g->dead || g->ctl < 0 || real.poll(&pf, 1, 0) != 1 || !(pf.revents & (POLLHUP | POLLERR)))
+		return;
+	if (g->role == LGR_CLIENT) {
+		client_mark_dead(g);
+		return;
+	}
+	/* What the client queued before it died is read first: a connection it made
+	 * may not have been accepted yet. The hang-up at the end buries the group. */
+	pthread_mutex_lock(&srv.lock);
+	if (!g->dead)
+		server_read(g);
+	pthread_mutex_unlock(&srv.lock);
 }
 
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)

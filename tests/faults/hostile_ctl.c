@@ -252,18 +252,6 @@ static int settled_fds(pid_t pid)
     return last;
 }
 
-static void list_fds(pid_t pid)
-{
-    char path[64], target[256];
-
-    for (int fd = 0; fd < 65536; fd++) {
-        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        if (n > 0)
-            printf("  server fd %d -> %.*s\n", fd, (int)n, target);
-    }
-}
-
 int main(int argc, char **argv)
 {
     const struct attack *list = NULL;
@@ -317,7 +305,7 @@ int main(int argc, char **argv)
     flush(&c);
     int fds_after = settled_fds(c.server);
     if (fds_after != fds_before) {
-        list_fds(c.server);
+        fl_list_fds(c.server);
         FAIL("the server held %d descriptors before the attacks and %d after", fds_before,
              fds_after);
     }

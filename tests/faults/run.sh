@@ -38,6 +38,10 @@ tests=(
     "shm_bell_saturated|shm_resources bell_saturated|conn_accelerated>1|"
     "peer_dies_writer|peer_dies_with_data writer|conn_accelerated>1|"
     "peer_dies_reader|peer_dies_with_data reader|conn_accelerated>1|"
+    "killed_client|killed_peer client|conn_accelerated>3|"
+    "killed_server|killed_peer server|conn_accelerated>3|"
+    "killed_fork_parent|killed_peer fork_parent|conn_accelerated>3|"
+    "killed_fork_child|killed_peer fork_child|conn_accelerated>3|"
 )
 
 passed=0 failed=0

@@ -42,6 +42,7 @@ tests=(
     "killed_server|killed_peer server|conn_accelerated>3|"
     "killed_fork_parent|killed_peer fork_parent|conn_accelerated>3|"
     "killed_fork_child|killed_peer fork_child|conn_accelerated>3|"
+    "stopped_peer|stopped_peer|conn_accelerated>3 ring_full>1|"
 )
 
 passed=0 failed=0

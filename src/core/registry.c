@@ -114,7 +114,9 @@ static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_
 }
 
 /* Whether a control socket still has a process behind it; a dead one's file is
- * removed on the way, so a killed listener leaves nothing behind for long. */
+ * removed on the way, so a killed listener leaves nothing behind for long. Only a
+ * refusal or a missing socket says it is dead: running out of descriptors
+ * ourselves, or a full backlog, says nothing about the listener. */
 static int listener_alive(const char *path)
 {
 	int fd = dev_lo.ctl_connect(path);
@@ -125,7 +127,7 @@ static int listener_alive(const char *path)
 	}
 	if (fd == -ECONNREFUSED)
 		unlink(path);
-	return 0;
+	return fd != -ECONNREFUSED && fd != -ENOENT;
 }
 
 static int ambiguous(const struct sockaddr *dst)

@@ -320,6 +320,8 @@ void lgr_client_poll(struct lgr *g)
 	char buf[256];
 	int fds[CLC_FD_MAX];
 
+	int broken = 0;
+
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		int nfds = CLC_FD_MAX;
@@ -342,11 +344,18 @@ void lgr_client_poll(struct lgr *g)
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			continue;
 		}
+		enum decline why = decline_from_code(m.decline.reason);
 		for (struct usock *s = g->pending; s; s = s->pending_next)
 			if (s->conn_id == m.decline.conn_id)
-				atomic_store(&s->declined, (int)decline_from_code(m.decline.reason) + 1);
+				atomic_store(&s->declined, (int)why + 1);
+		/* The server could not take an arena we announced, or no longer knows
+		 * ours: every later proposal here would be declined the same way. New
+		 * connections get a new link group, with arenas announced afresh. */
+		broken |= why == DECL_MEMORY || why == DECL_PROTOCOL;
 	}
 	pthread_mutex_unlock(&g->lock);
+	if (broken)
+		client_mark_dead(g);
 }
 
 /* Arenas handed over across exec(): no link group owns them, their connections

@@ -581,7 +581,8 @@ uint64_t fl_stat_self(enum stat_id id)
 
     if (!f)
         FAIL("/proc/self/maps: %s", fl_errname(errno));
-    snprintf(prefix, sizeof(prefix), "%s/stats/%d-", fl_rundir(), (int)getpid());
+    /* A forked child counts into its parent's file. */
+    snprintf(prefix, sizeof(prefix), "%s/stats/", fl_rundir());
     while (fgets(line, sizeof(line), f)) {
         char *path = strchr(line, '/');
         if (path && !strncmp(path, prefix, strlen(prefix)) && sscanf(line, "%lx-", &lo) == 1) {

@@ -125,8 +125,9 @@ _Noreturn void fl_echo_fd(int fd);
 const char *fl_rundir(void);
 /* A counter of one process, read from its file under <rundir>/stats (0 before it has one). */
 uint64_t fl_stat(pid_t pid, enum stat_id id);
-/* This process's own counter, read from its mapping of the stats file: it holds even when
- * the file is gone or was never written (0 then). */
+/* This process's own counter (or its parent's, whose file a forked child shares), read
+ * from its mapping of the stats file: it holds even when the file is gone, and is 0 when it
+ * was never mapped. */
 uint64_t fl_stat_self(enum stat_id id);
 /* The control socket the library of process pid listens on. */
 void fl_ctl_path(pid_t pid, char *buf, size_t len);

@@ -43,6 +43,10 @@ tests=(
     "killed_fork_parent|killed_peer fork_parent|conn_accelerated>3|"
     "killed_fork_child|killed_peer fork_child|conn_accelerated>3|"
     "stopped_peer|stopped_peer|conn_accelerated>3 ring_full>1|"
+    "rlimit_nofile_client|rlimits nofile_client|conn_accelerated>5 conn_fallback>0|"
+    "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
+    "rlimit_as_client|rlimits as_client|conn_accelerated>5 fallback_memory>0|"
+    "rlimit_as_server|rlimits as_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
 )
 
 passed=0 failed=0
@@ -70,7 +74,8 @@ compile() {
         [ "$bin" -nt "$here/faults.h" ]; then
         return 0
     fi
-    cc "${cflags[@]}" "$here/$prog.c" "$here/faults.c" -o "$bin" >"$out/$prog.cc" 2>&1
+    cc "${cflags[@]}" "$here/$prog.c" "$here/faults.c" "$root/src/core/decline.c" -o "$bin" \
+        >"$out/$prog.cc" 2>&1
 }
 
 stat_value() {

@@ -595,6 +595,26 @@ uint64_t fl_stat_self(enum stat_id id)
     return v;
 }
 
+void fl_tally(struct fl_tally *t)
+{
+    t->accel = fl_stat_self(STAT_CONN_ACCEL);
+    for (int r = 0; r < DECL_MAX; r++)
+        t->fallback[r] = fl_stat_self((enum stat_id)(STAT_FALLBACK_REASON + r));
+}
+
+const char *fl_outcome(const struct fl_tally *before)
+{
+    struct fl_tally now;
+
+    fl_tally(&now);
+    if (now.accel > before->accel)
+        return "accelerated";
+    for (int r = 0; r < DECL_MAX; r++)
+        if (now.fallback[r] > before->fallback[r])
+            return decline_name((enum decline)r);
+    return "nothing";
+}
+
 int fl_rundir_leftovers(pid_t pid)
 {
     char prefix[32], path[4400], target[4096];

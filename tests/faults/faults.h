@@ -129,6 +129,13 @@ uint64_t fl_stat(pid_t pid, enum stat_id id);
  * from its mapping of the stats file: it holds even when the file is gone, and is 0 when it
  * was never mapped. */
 uint64_t fl_stat_self(enum stat_id id);
+/* What became of this process's latest connection, from its own counters: take a tally
+ * before, then fl_outcome() names it: "accelerated", the fallback reason, or "nothing". */
+struct fl_tally {
+    uint64_t accel, fallback[DECL_MAX];
+};
+void fl_tally(struct fl_tally *t);
+const char *fl_outcome(const struct fl_tally *before);
 /* The control socket the library of process pid listens on. */
 void fl_ctl_path(pid_t pid, char *buf, size_t len);
 /* Entries of the run directory (not stats/) that name process pid: its control socket

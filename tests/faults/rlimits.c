@@ -85,18 +85,6 @@ static void as_cap(bool on)
         FAIL("setrlimit AS: %s", fl_errname(errno));
 }
 
-/* What became of this process's last connection, from its own counters. */
-struct tally {
-    uint64_t accel, fallback[DECL_MAX];
-};
-
-static void tally(struct tally *t)
-{
-    t->accel = fl_stat_self(STAT_CONN_ACCEL);
-    for (int r = 0; r < DECL_MAX; r++)
-        t->fallback[r] = fl_stat_self((enum stat_id)(STAT_FALLBACK_REASON + r));
-}
-
 /* The counters live in a file the library maps on its first count; a process that
  * counts first while out of descriptors keeps them in memory only. A connection to a
  * port nobody registered is counted (peer_no_usmc) without a link group. */
@@ -118,25 +106,12 @@ static void map_counters(void)
         FAIL("the connection to an unregistered port was not counted");
 }
 
-static const char *outcome(const struct tally *before)
-{
-    struct tally now;
-
-    tally(&now);
-    if (now.accel > before->accel)
-        return "accelerated";
-    for (int r = 0; r < DECL_MAX; r++)
-        if (now.fallback[r] > before->fallback[r])
-            return decline_name((enum decline)r);
-    return "nothing counted";
-}
-
 /* One connection with an exact echo, as a client; prints what became of it. */
 static bool client_echo(uint16_t port, const char *label, int limit_free)
 {
-    struct tally t;
+    struct fl_tally t;
 
-    tally(&t);
+    fl_tally(&t);
     if (limit_free)
         nofile_free(limit_free);
     uint64_t t0 = fl_now_ms();
@@ -151,7 +126,7 @@ static bool client_echo(uint16_t port, const char *label, int limit_free)
     CHECK(close(fd) == 0);
     if (limit_free)
         nofile_restore();
-    const char *how = outcome(&t);
+    const char *how = fl_outcome(&t);
     printf("%s: exact echo, %s%s\n", label, how,
            fl_now_ms() - t0 > 2000 ? " (after more than 2 s)" : "");
     return !strcmp(how, "accelerated");
@@ -189,18 +164,18 @@ static void serve_one(int l)
  * became of the connection. */
 static _Noreturn void limited_server(struct fl_chan *ch, int rounds, void (*limit)(int))
 {
-    struct tally t;
+    struct fl_tally t;
     uint16_t port;
     int l = fl_listen(&port);
 
     map_counters();
     fl_post(ch, port);
     for (int i = 1; i <= rounds; i++) {
-        tally(&t);
+        fl_tally(&t);
         limit(i);
         serve_one(l);
         limit(0);
-        printf("server, round %d: %s\n", i, outcome(&t));
+        printf("server, round %d: %s\n", i, fl_outcome(&t));
     }
     serve_one(l);
     _exit(0);

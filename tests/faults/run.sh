@@ -43,6 +43,8 @@ tests=(
     "killed_fork_parent|killed_peer fork_parent|conn_accelerated>3|"
     "killed_fork_child|killed_peer fork_child|conn_accelerated>3|"
     "stopped_peer|stopped_peer|conn_accelerated>3 ring_full>1|"
+    "rundir_removed|rundir_lost removed||"
+    "rundir_unwritable|rundir_lost unwritable|conn_accelerated>1 fallback_peer_not_usmc>0|"
     "rlimit_nofile_client|rlimits nofile_client|conn_accelerated>5 conn_fallback>0|"
     "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
     "rlimit_as_client|rlimits as_client|conn_accelerated>5 fallback_memory>0|"

@@ -574,25 +574,27 @@ uint64_t fl_stat(pid_t pid, enum stat_id id)
 
 uint64_t fl_stat_self(enum stat_id id)
 {
+    /* Found once: the mapping stays where it is, and looking needs a descriptor the
+     * caller may not have. */
+    static struct stats_file *mine;
     char prefix[4200], line[4600];
     unsigned long lo;
-    uint64_t v = 0;
-    FILE *f = fopen("/proc/self/maps", "re");
 
-    if (!f)
-        FAIL("/proc/self/maps: %s", fl_errname(errno));
-    /* A forked child counts into its parent's file. */
-    snprintf(prefix, sizeof(prefix), "%s/stats/", fl_rundir());
-    while (fgets(line, sizeof(line), f)) {
-        char *path = strchr(line, '/');
-        if (path && !strncmp(path, prefix, strlen(prefix)) && sscanf(line, "%lx-", &lo) == 1) {
-            struct stats_file *sf = (struct stats_file *)lo;
-            if (sf->magic == STATS_MAGIC)
-                v = atomic_load(&sf->v[id]);
+    if (!mine) {
+        FILE *f = fopen("/proc/self/maps", "re");
+        if (!f)
+            FAIL("/proc/self/maps: %s", fl_errname(errno));
+        /* A forked child counts into its parent's file. */
+        snprintf(prefix, sizeof(prefix), "%s/stats/", fl_rundir());
+        while (fgets(line, sizeof(line), f)) {
+            char *path = strchr(line, '/');
+            if (path && !strncmp(path, prefix, strlen(prefix)) && sscanf(line, "%lx-", &lo) == 1 &&
+                ((struct stats_file *)lo)->magic == STATS_MAGIC)
+                mine = (struct stats_file *)lo;
         }
+        fclose(f);
     }
-    fclose(f);
-    return v;
+    return mine ? atomic_load(&mine->v[id]) : 0;
 }
 
 void fl_tally(struct fl_tally *t)

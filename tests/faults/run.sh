@@ -45,6 +45,7 @@ tests=(
     "stopped_peer|stopped_peer|conn_accelerated>3 ring_full>1|"
     "rundir_removed|rundir_lost removed||"
     "rundir_unwritable|rundir_lost unwritable|conn_accelerated>1 fallback_peer_not_usmc>0|"
+    "many_connections|many_connections 10000|conn_accelerated>1 fallback_memory>0|"
     "rlimit_nofile_client|rlimits nofile_client|conn_accelerated>5 conn_fallback>0|"
     "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
     "rlimit_as_client|rlimits as_client|conn_accelerated>5 fallback_memory>0|"

@@ -517,7 +517,10 @@ int lgr_server_start(void)
 		goto out;
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
 		rnd = (uint32_t)sys_now_ns();
-	mkdir(cfg.rundir, 0700);
+	if (config_rundir_ready() < 0) {
+		e = -1;
+		goto out;
+	}
 	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
 	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
 	/* The epoll set outlives control sockets: link groups stay in it. */

@@ -43,9 +43,10 @@ static _Atomic uint16_t *ports_map(void)
 	if (!p) {
 		if (stat("/proc/self/ns/net", &st) == 0)
 			my_netns = (unsigned long)st.st_ino;
-		mkdir(cfg.rundir, 0700);
 		snprintf(path, sizeof(path), "%s/ports", cfg.rundir);
-		int fd = real.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		int fd = config_rundir_ready() < 0
+				 ? -1
+				 : real.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd >= 0) {
 			if (fstat(fd, &st) == 0 && st.st_size < (off_t)PORTS_BYTES &&
 			    ftruncate(fd, PORTS_BYTES) < 0)

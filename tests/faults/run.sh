@@ -35,6 +35,8 @@ tests=(
     "forged_netns_twin|forged_proposal netns_twin|conn_accelerated>0 conn_fallback>0|"
     "shm_arena_short|shm_resources arena_short|conn_accelerated>0|"
     "shm_arena_shrunk|shm_resources arena_shrunk|conn_accelerated>1|"
+    "shm_arena_punched|shm_resources arena_punched|conn_accelerated>1 conn_aborted>0|"
+    "shm_arena_remapped|shm_resources arena_remapped|conn_accelerated>1|"
     "shm_bell_saturated|shm_resources bell_saturated|conn_accelerated>1|"
     "peer_dies_writer|peer_dies_with_data writer|conn_accelerated>1|"
     "peer_dies_reader|peer_dies_with_data reader|conn_accelerated>1|"

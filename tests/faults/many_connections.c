@@ -8,9 +8,10 @@
  * usage: many_connections N
  * RLIMIT_NOFILE is raised as needed: an accelerated connection takes three descriptors on
  * each side (the socket and two doorbells), so N = 10000 needs a hard limit above 30256.
- * Without the right to raise it (CAP_SYS_RESOURCE), N shrinks to fit and says so; to run
- * the full count there, raise the hard limit first (`ulimit -Hn 65536` as root, or
- * `prlimit --nofile=65536 --pid $$`) and run tests/faults/run.sh many_connections. */
+ * Without the right to raise the hard limit (CAP_SYS_RESOURCE), N shrinks to fit and says
+ * so; to run the full count there, raise it beforehand where that right exists (`ulimit -Hn
+ * 65536` in a root shell that has it, `docker run --ulimit nofile=65536`, or a limits.conf
+ * entry) and run tests/faults/run.sh many_connections. */
 #include "faults.h"
 
 #include <poll.h>

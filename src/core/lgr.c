@@ -545,6 +545,15 @@ out:
 
 static void prop_drop(struct prop *p, uint32_t decline)
 {
+	struct arena *a = arena_find(p->lgr, p->p.arena_id);
+
+	/* We will never attach this segment: say so, or the client keeps it aside
+	 * for good, waiting for our release (its bounds were checked on arrival). */
+	if (a) {
+		struct seg_hdr *h = (struct seg_hdr *)(a->base + p->p.seg_off);
+		if (atomic_load(&h->state) != SEG_ATTACHED)
+			atomic_fetch_or(&h->released, SEG_REL_SERVER);
+	}
 	for (int i = 0; i < CLC_FD_ARENA; i++)
 		real.close(p->fds[i]);
 	if (decline)

@@ -106,8 +106,9 @@ static void map_counters(void)
         FAIL("the connection to an unregistered port was not counted");
 }
 
-/* Waits until the server has let go of every segment we let go of: until then the next
- * connection carves a new one (with doorbells of its own) instead of reusing it. */
+/* Waits until the server has let go of every attached segment we let go of: until then
+ * the next connection carves a new one (with doorbells of its own) instead of reusing it.
+ * (A segment the server never attached is never released by it.) */
 static void settle(void)
 {
     struct fl_arena a;
@@ -125,7 +126,7 @@ static void settle(void)
     size_t limit = a.size < (16u << 20) ? a.size : (16u << 20);
     for (size_t off = 0; off + SEG_HDR_SIZE <= limit; off += SEG_HDR_SIZE) {
         struct seg_hdr *h = (struct seg_hdr *)(a.base + off);
-        if (h->magic != SEG_MAGIC)
+        if (h->magic != SEG_MAGIC || atomic_load(&h->state) != SEG_ATTACHED)
             continue;
         while (atomic_load(&h->released) == SEG_REL_CLIENT)
             fl_sleep_ms(1);

@@ -1,8 +1,10 @@
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "faults.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -43,6 +45,22 @@ const char *fl_errname(int err)
 {
     const char *n = strerrorname_np(err);
     return n ? n : "E?";
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    if (remove(path) < 0)
+        FAIL("removing %s: %s", path, fl_errname(errno));
+    return 0;
+}
+
+void fl_remove_tree(const char *path)
+{
+    if (nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+        FAIL("removing %s: %s", path, fl_errname(errno));
 }
 
 uint64_t fl_now_ms(void)

@@ -44,6 +44,8 @@ _Noreturn void fl_fail(const char *file, int line, const char *fmt, ...)
     } while (0)
 
 const char *fl_errname(int err);
+/* rm -rf. */
+void fl_remove_tree(const char *path);
 uint64_t fl_now_ms(void);
 void fl_sleep_ms(unsigned ms);
 

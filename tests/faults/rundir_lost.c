@@ -8,10 +8,8 @@
  *   removed     the directory and everything in it is deleted
  *   unwritable  its mode becomes 0500 (a process running as root drops CAP_DAC_OVERRIDE
  *               first, so that the mode binds it too); it is given back 0700 at the end */
-#define _XOPEN_SOURCE 700
 #include "faults.h"
 
-#include <ftw.h>
 #include <linux/capability.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -34,21 +32,10 @@ static void drop_dac_override(void)
         FAIL("capset: %s", fl_errname(errno));
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    if (remove(path) < 0)
-        FAIL("removing %s: %s", path, fl_errname(errno));
-    return 0;
-}
-
 static void lose_rundir(bool removed)
 {
     if (removed) {
-        if (nftw(fl_rundir(), remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
-            FAIL("removing the run directory: %s", fl_errname(errno));
+        fl_remove_tree(fl_rundir());
         return;
     }
     if (chmod(fl_rundir(), 0500) < 0)

@@ -20,6 +20,21 @@ void config_default_rundir(char *buf, unsigned len)
 		snprintf(buf, len, "/tmp/usmc-%u", (unsigned)getuid());
 }
 
+int config_rundir_ready(void)
+{
+	struct stat st;
+
+	/* Anyone may make the directory first under /tmp. Whoever can write it can
+	 * replace a listener's entry and be handed the sockets of every client that
+	 * follows it; whoever owns it can make it writable. Group write is a choice
+	 * its owner made to share it. */
+	mkdir(cfg.rundir, 0700);
+	if (lstat(cfg.rundir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & S_IWOTH))
+		return -1;
+	return 0;
+}
+
 static int env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	const char *s = getenv(name);

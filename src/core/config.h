@@ -23,6 +23,9 @@ extern struct config cfg;
 
 /* Fills cfg; returns -1 with a message on stderr for a malformed value. */
 int config_load(void);
+/* Creates the runtime directory if it is missing; returns 0 if it may be trusted: a
+ * directory (not a link) owned by us or by root that others cannot write. */
+int config_rundir_ready(void);
 /* The default runtime directory for this user, used when USMC_RUNDIR is unset. */
 void config_default_rundir(char *buf, unsigned len);
 

@@ -164,6 +164,13 @@ static void shm_teardown(struct usock *s, int clean)
 {
 	int bells[CLC_NBELLS] = {s->bell, s->peer_bell};
 
+	/* A peer that closed says so in its line; one that was seen gone without
+	 * that was killed, and its process may have taken its link group along. */
+	if (s->seg.hdr && s->seg.lgr && s->rx.sh &&
+	    (atomic_load(&s->peer_gone) || atomic_load(&s->tcp_event)) &&
+	    !(atomic_load(&s->rx.sh->prod_flags) & RING_PF_SHUT_WR))
+		lgr_peer_vanished(s->seg.lgr);
+
 	if (!clean || !s->seg.hdr)
 		close_bells(s);
 	if (s->seg.hdr)
@@ -230,8 +237,14 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	}
 	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
 	e = lgr_propose(g, s, fd, rs, &s->seg, bells);
+	if (e == -EPIPE || e == -ECONNRESET) {
+		/* The listener's process is gone: its entry goes too. */
+		why = DECL_NO_DEVICE;
+		registry_forget(addr, path);
+		goto plain;
+	}
 	if (e) {
-		why = e == -EPIPE ? DECL_NO_DEVICE : DECL_MEMORY;
+		why = DECL_MEMORY;
 		goto plain;
 	}
 	lgr_put(g); /* the segment holds its own reference */

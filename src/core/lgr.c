@@ -1,6 +1,7 @@
 #include "lgr.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,8 @@ void lgr_client_poll(struct lgr *g)
 	char buf[256];
 	int fds[CLC_FD_MAX];
 
+	int broken = 0;
+
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		int nfds = CLC_FD_MAX;
@@ -341,11 +344,18 @@ void lgr_client_poll(struct lgr *g)
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			continue;
 		}
+		enum decline why = decline_from_code(m.decline.reason);
 		for (struct usock *s = g->pending; s; s = s->pending_next)
 			if (s->conn_id == m.decline.conn_id)
-				atomic_store(&s->declined, (int)decline_from_code(m.decline.reason) + 1);
+				atomic_store(&s->declined, (int)why + 1);
+		/* The server could not take an arena we announced, or no longer knows
+		 * ours: every later proposal here would be declined the same way. New
+		 * connections get a new link group, with arenas announced afresh. */
+		broken |= why == DECL_MEMORY || why == DECL_PROTOCOL;
 	}
 	pthread_mutex_unlock(&g->lock);
+	if (broken)
+		client_mark_dead(g);
 }
 
 /* Arenas handed over across exec(): no link group owns them, their connections
@@ -507,7 +517,10 @@ int lgr_server_start(void)
 		goto out;
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
 		rnd = (uint32_t)sys_now_ns();
-	mkdir(cfg.rundir, 0700);
+	if (config_rundir_ready() < 0) {
+		e = -1;
+		goto out;
+	}
 	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
 	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
 	/* The epoll set outlives control sockets: link groups stay in it. */
@@ -532,6 +545,15 @@ out:
 
 static void prop_drop(struct prop *p, uint32_t decline)
 {
+	struct arena *a = arena_find(p->lgr, p->p.arena_id);
+
+	/* We will never attach this segment: say so, or the client keeps it aside
+	 * for good, waiting for our release (its bounds were checked on arrival). */
+	if (a) {
+		struct seg_hdr *h = (struct seg_hdr *)(a->base + p->p.seg_off);
+		if (atomic_load(&h->state) != SEG_ATTACHED)
+			atomic_fetch_or(&h->released, SEG_REL_SERVER);
+	}
 	for (int i = 0; i < CLC_FD_ARENA; i++)
 		real.close(p->fds[i]);
 	if (decline)
@@ -910,6 +932,24 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 	memcpy(bells, hit->fds + CLC_FD_BELLS, CLC_NBELLS * sizeof(int));
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
+}
+
+void lgr_peer_vanished(struct lgr *g)
+{
+	struct pollfd pf = {g->ctl, 0, 0};
+
+	if (g->dead || g->ctl < 0 || real.poll(&pf, 1, 0) != 1 || !(pf.revents & (POLLHUP | POLLERR)))
+		return;
+	if (g->role == LGR_CLIENT) {
+		client_mark_dead(g);
+		return;
+	}
+	/* What the client queued before it died is read first: a connection it made
+	 * may not have been accepted yet. The hang-up at the end buries the group. */
+	pthread_mutex_lock(&srv.lock);
+	if (!g->dead)
+		server_read(g);
+	pthread_mutex_unlock(&srv.lock);
 }
 
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)

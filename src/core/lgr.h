@@ -89,6 +89,10 @@ struct arena *lgr_arena_adopt(int fd, uint64_t size);
  * connection, or closed); NULL when the connection did not end cleanly. */
 void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS]);
 void lgr_put(struct lgr *g);
+/* Both: a connection's peer vanished without closing. If the peer process's channel
+ * hung up, the link group stops being offered to new connections and goes, arenas
+ * and all, with the last connection's reference. */
+void lgr_peer_vanished(struct lgr *g);
 
 /* Server: start accepting link groups on this process's control socket. */
 int lgr_server_start(void);

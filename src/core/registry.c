@@ -18,6 +18,7 @@
 #include "../dev/dev.h"
 #include "addr.h"
 #include "config.h"
+#include "regentry.h"
 #include "sys.h"
 
 #define NPORTS 65536
@@ -43,9 +44,10 @@ static _Atomic uint16_t *ports_map(void)
 	if (!p) {
 		if (stat("/proc/self/ns/net", &st) == 0)
 			my_netns = (unsigned long)st.st_ino;
-		mkdir(cfg.rundir, 0700);
 		snprintf(path, sizeof(path), "%s/ports", cfg.rundir);
-		int fd = real.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		int fd = config_rundir_ready() < 0
+				 ? -1
+				 : real.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd >= 0) {
 			if (fstat(fd, &st) == 0 && st.st_size < (off_t)PORTS_BYTES &&
 			    ftruncate(fd, PORTS_BYTES) < 0)
@@ -114,7 +116,9 @@ static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_
 }
 
 /* Whether a control socket still has a process behind it; a dead one's file is
- * removed on the way, so a killed listener leaves nothing behind for long. */
+ * removed on the way, so a killed listener leaves nothing behind for long. Only a
+ * refusal or a missing socket says it is dead: running out of descriptors
+ * ourselves, or a full backlog, says nothing about the listener. */
 static int listener_alive(const char *path)
 {
 	int fd = dev_lo.ctl_connect(path);
@@ -125,7 +129,7 @@ static int listener_alive(const char *path)
 	}
 	if (fd == -ECONNREFUSED)
 		unlink(path);
-	return 0;
+	return fd != -ECONNREFUSED && fd != -ENOENT;
 }
 
 static int ambiguous(const struct sockaddr *dst)
@@ -183,14 +187,17 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 				memcpy(addrs, merged, sizeof(addrs));
 			}
 		} else if (old[0] != '!') {
+			struct regentry oe;
 			char other[4200];
-			snprintf(other, sizeof(other), "%s/%.*s", cfg.rundir,
-				 sp ? (int)(sp - old) : (int)n, old);
 			/* A live listener elsewhere on this port: clients cannot tell which
 			 * of us the kernel will pick, so nobody gets accelerated. A dead
-			 * one's entry is simply taken over. */
-			if (listener_alive(other))
-				snprintf(addrs, sizeof(addrs), "!");
+			 * one's entry, or one that names no control socket, is simply
+			 * taken over. */
+			if (regentry_parse(old, &oe) == 0) {
+				snprintf(other, sizeof(other), "%s/%s", cfg.rundir, oe.name);
+				if (listener_alive(other))
+					snprintf(addrs, sizeof(addrs), "!");
+			}
 		}
 	}
 	if (addrs[0] == '!')
@@ -254,26 +261,12 @@ void registry_remove(const struct sockaddr *bound, const char *ctl_name)
 		;
 }
 
-static int list_has(const char *list, const struct addr *dst)
-{
-	char buf[TARGET_MAX];
-	char *save, *tok;
-
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct addr a;
-		if (addr_parse(&a, tok) == 0 && (a.port = dst->port, addr_equal(&a, dst)))
-			return 1;
-	}
-	return 0;
-}
-
 int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why)
 {
 	_Atomic uint16_t *p = ports_map();
 	unsigned port = addr_port(dst);
-	char lp[4200], t[TARGET_MAX], name[256], list[TARGET_MAX];
-	unsigned long ns;
+	char lp[4200], t[TARGET_MAX];
+	struct regentry e;
 	struct addr d;
 
 	*why = DECL_PEER_NO_USMC;
@@ -288,14 +281,14 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 		*why = DECL_AMBIGUOUS;
 		return -1;
 	}
-	if (sscanf(t, "%255s %lu %3999s", name, &ns, list) != 3 || strchr(name, '/'))
+	if (regentry_parse(t, &e) < 0)
 		return -1;
 	addr_from_sockaddr(&d, dst);
 	addr_reached(&d);
 	/* Loopback addresses only reach listeners in our own network namespace. */
-	if (!list_has(list, &d) || (addr_is_loopback(&d) && ns != my_netns))
+	if (!regentry_accepts(&e, &d) || (addr_is_loopback(&d) && e.netns != my_netns))
 		return -1;
-	if ((unsigned)snprintf(path, len, "%s/%s", cfg.rundir, name) >= len)
+	if ((unsigned)snprintf(path, len, "%s/%s", cfg.rundir, e.name) >= len)
 		return -1;
 	return 0;
 }

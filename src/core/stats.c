@@ -41,7 +41,8 @@ static struct stats_file *stats_map(void)
 
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
 		rnd = (uint32_t)sys_now_ns();
-	if (snprintf(path, sizeof(path), "%s/stats", cfg.rundir) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/stats", cfg.rundir) >= (int)sizeof(path) ||
+	    config_rundir_ready() < 0)
 		return f;
 	mkdir(path, 0700);
 	snprintf(path, sizeof(path), "%s/stats/%d-%08x", cfg.rundir, (int)getpid(), rnd);

@@ -1,8 +1,10 @@
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "faults.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -43,6 +45,22 @@ const char *fl_errname(int err)
 {
     const char *n = strerrorname_np(err);
     return n ? n : "E?";
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    if (remove(path) < 0)
+        FAIL("removing %s: %s", path, fl_errname(errno));
+    return 0;
+}
+
+void fl_remove_tree(const char *path)
+{
+    if (nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+        FAIL("removing %s: %s", path, fl_errname(errno));
 }
 
 uint64_t fl_now_ms(void)
@@ -93,13 +111,26 @@ int fl_listen(uint16_t *port)
     return fd;
 }
 
-int fl_connect(uint16_t port)
+int fl_try_connect(uint16_t port)
 {
     struct sockaddr_in sin;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
     loopback(port, &sin);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int fl_connect(uint16_t port)
+{
+    int fd = fl_try_connect(port);
+
+    if (fd < 0)
         FAIL("connect: %s", fl_errname(errno));
     return fd;
 }
@@ -150,7 +181,7 @@ static ssize_t io(int fd, bool raw, bool out, void *buf, size_t n)
     return out ? send(fd, buf, n, MSG_NOSIGNAL) : recv(fd, buf, n, 0);
 }
 
-static unsigned char stream_byte(uint64_t off, unsigned seed)
+unsigned char fl_stream_byte(uint64_t off, unsigned seed)
 {
     uint64_t x = (off + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)seed << 32 | seed);
 
@@ -167,7 +198,7 @@ void fl_send_stream(int fd, bool raw, uint64_t off, size_t n, unsigned seed)
     while (n) {
         size_t k = n < sizeof(buf) ? n : sizeof(buf);
         for (size_t i = 0; i < k; i++)
-            buf[i] = stream_byte(off + i, seed);
+            buf[i] = fl_stream_byte(off + i, seed);
         for (size_t done = 0; done < k;) {
             ssize_t r = io(fd, raw, true, buf + done, k - done);
             if (r < 0 && errno == EINTR)
@@ -194,10 +225,48 @@ void fl_recv_stream(int fd, bool raw, uint64_t off, size_t n, unsigned seed)
             FAIL("recv at stream offset %llu: %s", (unsigned long long)off,
                  r < 0 ? fl_errname(errno) : "EOF");
         for (ssize_t i = 0; i < r; i++)
-            if (buf[i] != stream_byte(off + (uint64_t)i, seed))
+            if (buf[i] != fl_stream_byte(off + (uint64_t)i, seed))
                 FAIL("byte %llu of the stream is wrong", (unsigned long long)(off + (uint64_t)i));
         off += (uint64_t)r;
         n -= (size_t)r;
+    }
+}
+
+int fl_send_until_error(int fd, _Atomic uint64_t *off, unsigned seed)
+{
+    unsigned char buf[65536];
+
+    for (;;) {
+        uint64_t o = atomic_load(off);
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = fl_stream_byte(o + i, seed);
+        for (size_t done = 0; done < sizeof(buf);) {
+            ssize_t r = send(fd, buf + done, sizeof(buf) - done, MSG_NOSIGNAL);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return r < 0 ? errno : EIO;
+            done += (size_t)r;
+            atomic_fetch_add(off, (uint64_t)r);
+        }
+    }
+}
+
+int fl_recv_until_end(int fd, _Atomic uint64_t *off, unsigned seed)
+{
+    unsigned char buf[65536];
+
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof(buf), 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? errno : 0;
+        uint64_t o = atomic_load(off);
+        for (ssize_t i = 0; i < r; i++)
+            if (buf[i] != fl_stream_byte(o + (uint64_t)i, seed))
+                FAIL("byte %llu of the stream is wrong", (unsigned long long)(o + (uint64_t)i));
+        atomic_fetch_add(off, (uint64_t)r);
     }
 }
 
@@ -270,6 +339,25 @@ pid_t fl_fork(void)
         alarm(watchdog);
     }
     return pid;
+}
+
+pid_t fl_fork_orphanable(void)
+{
+    pid_t pid;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid < 0)
+        FAIL("fork: %s", fl_errname(errno));
+    if (pid == 0)
+        alarm(watchdog);
+    return pid;
+}
+
+void fl_adopt_orphans(void)
+{
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        FAIL("PR_SET_CHILD_SUBREAPER: %s", fl_errname(errno));
 }
 
 int fl_reap(pid_t pid)
@@ -345,6 +433,24 @@ int fl_count_fds(pid_t pid)
     return n;
 }
 
+void fl_list_fds(pid_t pid)
+{
+    char path[64], link[400], target[256];
+    struct dirent *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *dir = opendir(path);
+    while (dir && (d = readdir(dir))) {
+        if (d->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof(link), "%s/%s", path, d->d_name);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        printf("  process %d fd %s -> %.*s\n", (int)pid, d->d_name, n > 0 ? (int)n : 0, target);
+    }
+    if (dir)
+        closedir(dir);
+}
+
 void fl_chan_init(struct fl_chan *c)
 {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->fd) < 0)
@@ -415,6 +521,24 @@ void fl_echo_server(int lfd)
     }
 }
 
+void fl_echo_fd(int fd)
+{
+    static char buf[65536];
+
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof(buf), 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            _exit(0);
+        if (r < 0)
+            FAIL("echo: %s", fl_errname(errno));
+        for (ssize_t done = 0, w; done < r; done += w)
+            if ((w = send(fd, buf + done, (size_t)(r - done), MSG_NOSIGNAL)) <= 0)
+                FAIL("echo: %s", fl_errname(errno));
+    }
+}
+
 /* ------------------------------------------------------------------ library state */
 
 const char *fl_rundir(void)
@@ -464,6 +588,106 @@ uint64_t fl_stat(pid_t pid, enum stat_id id)
     if (r != (ssize_t)sizeof(sf) || sf.magic != STATS_MAGIC)
         return 0;
     return atomic_load(&sf.v[id]);
+}
+
+uint64_t fl_stat_self(enum stat_id id)
+{
+    /* Found once: the mapping stays where it is, and looking needs a descriptor the
+     * caller may not have. */
+    static struct stats_file *mine;
+    char prefix[4200], line[4600];
+    unsigned long lo;
+
+    if (!mine) {
+        FILE *f = fopen("/proc/self/maps", "re");
+        if (!f)
+            FAIL("/proc/self/maps: %s", fl_errname(errno));
+        /* A forked child counts into its parent's file. */
+        snprintf(prefix, sizeof(prefix), "%s/stats/", fl_rundir());
+        while (fgets(line, sizeof(line), f)) {
+            char *path = strchr(line, '/');
+            if (path && !strncmp(path, prefix, strlen(prefix)) && sscanf(line, "%lx-", &lo) == 1 &&
+                ((struct stats_file *)lo)->magic == STATS_MAGIC)
+                mine = (struct stats_file *)lo;
+        }
+        fclose(f);
+    }
+    return mine ? atomic_load(&mine->v[id]) : 0;
+}
+
+void fl_tally(struct fl_tally *t)
+{
+    t->accel = fl_stat_self(STAT_CONN_ACCEL);
+    for (int r = 0; r < DECL_MAX; r++)
+        t->fallback[r] = fl_stat_self((enum stat_id)(STAT_FALLBACK_REASON + r));
+}
+
+const char *fl_outcome(const struct fl_tally *before)
+{
+    struct fl_tally now;
+
+    fl_tally(&now);
+    if (now.accel > before->accel)
+        return "accelerated";
+    for (int r = 0; r < DECL_MAX; r++)
+        if (now.fallback[r] > before->fallback[r])
+            return decline_name((enum decline)r);
+    return "nothing";
+}
+
+int fl_rundir_leftovers(pid_t pid)
+{
+    char prefix[32], path[4400], target[4096];
+    DIR *d = opendir(fl_rundir());
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return 0;
+    snprintf(prefix, sizeof(prefix), "c-%d-", (int)pid);
+    while ((e = readdir(d))) {
+        snprintf(path, sizeof(path), "%s/%s", fl_rundir(), e->d_name);
+        ssize_t l = readlink(path, target, sizeof(target) - 1);
+        target[l > 0 ? l : 0] = 0;
+        if (!strncmp(e->d_name, prefix, strlen(prefix)) || !strncmp(target, prefix, strlen(prefix))) {
+            printf("left in the run directory: %s%s%s\n", e->d_name, l > 0 ? " -> " : "", target);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+void fl_footprint(pid_t pid, struct fl_footprint *f)
+{
+    char path[64], line[512];
+
+    f->fds = fl_count_fds(pid);
+    f->arenas = 0;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    FILE *m = fopen(path, "re");
+    if (!m)
+        FAIL("%s: %s", path, fl_errname(errno));
+    while (fgets(line, sizeof(line), m))
+        f->arenas += strstr(line, "/memfd:usmc-arena") != NULL;
+    fclose(m);
+}
+
+void fl_expect_footprint(pid_t pid, const struct fl_footprint *before, const char *when)
+{
+    struct fl_footprint now;
+
+    /* What a closing connection gives back may still be on its way (a peer's close is
+     * seen a moment later): allow it a second. */
+    for (int i = 0; i < 50; i++) {
+        fl_footprint(pid, &now);
+        if (now.fds == before->fds && now.arenas == before->arenas)
+            return;
+        fl_sleep_ms(20);
+    }
+    fl_list_fds(pid);
+    FAIL("%s: process %d holds %d descriptors and %d arena mappings, %d and %d before", when,
+         (int)pid, now.fds, now.arenas, before->fds, before->arenas);
 }
 
 void fl_ctl_path(pid_t pid, char *buf, size_t len)

@@ -44,6 +44,8 @@ _Noreturn void fl_fail(const char *file, int line, const char *fmt, ...)
     } while (0)
 
 const char *fl_errname(int err);
+/* rm -rf. */
+void fl_remove_tree(const char *path);
 uint64_t fl_now_ms(void);
 void fl_sleep_ms(unsigned ms);
 
@@ -52,6 +54,8 @@ void fl_sleep_ms(unsigned ms);
  * inside a program that runs under it). */
 int fl_listen(uint16_t *port);
 int fl_connect(uint16_t port);
+/* The same, returning -1 and errno (as connect() does) when it fails. */
+int fl_try_connect(uint16_t port);
 int fl_accept(int lfd);
 int fl_raw_socket(void);
 /* Binds to local_port first when it is not 0. */
@@ -61,8 +65,14 @@ uint16_t fl_local_port(int fd);
 /* Bytes of a stream that never contains an upper-case letter (so never a segment magic):
  * byte at stream offset off for a seed. Send or receive n bytes from offset off, verifying
  * what arrives; raw selects system calls over libc. Any error or early EOF fails. */
+unsigned char fl_stream_byte(uint64_t off, unsigned seed);
 void fl_send_stream(int fd, bool raw, uint64_t off, size_t n, unsigned seed);
 void fl_recv_stream(int fd, bool raw, uint64_t off, size_t n, unsigned seed);
+/* The same streams without an end: send until a send fails, or receive (verifying) until
+ * EOF or an error. *off advances by what went through (it may be read by another thread);
+ * returns the errno that ended it, 0 for EOF. */
+int fl_send_until_error(int fd, _Atomic uint64_t *off, unsigned seed);
+int fl_recv_until_end(int fd, _Atomic uint64_t *off, unsigned seed);
 /* Reads must now report EOF. */
 void fl_expect_eof(int fd, bool raw);
 /* Waits up to ms for fd to become readable; the second fails the program naming what was
@@ -81,12 +91,19 @@ void fl_probe_accelerated(uint16_t port, size_t n);
 /* ---- processes */
 /* fork(); the child gets the watchdog and dies with its parent. */
 pid_t fl_fork(void);
+/* fork() of a child that may outlive its parent (a forked pair whose parent is killed):
+ * it keeps the watchdog, and the process that called fl_adopt_orphans() (a subreaper)
+ * inherits it. */
+pid_t fl_fork_orphanable(void);
+void fl_adopt_orphans(void);
 /* Exit status, or 128 + the signal that ended it. */
 int fl_reap(pid_t pid);
 bool fl_alive(pid_t pid);
 /* Returns once thread tid of pid has been seen sleeping in the kernel twice in a row. */
 void fl_wait_sleeping(pid_t pid, pid_t tid);
 int fl_count_fds(pid_t pid);
+/* Prints every descriptor of pid and what it is. */
+void fl_list_fds(pid_t pid);
 
 /* A lock-step channel between two processes (a Unix socketpair: the library leaves it
  * alone). Create before fork; each side then uses its end. */
@@ -102,14 +119,39 @@ uint64_t fl_wait(struct fl_chan *c);
 /* Single-threaded poll() echo server on lfd, until killed: one stuck connection stalls it,
  * which is exactly what a hostile peer must not be able to cause. */
 _Noreturn void fl_echo_server(int lfd);
+/* Echoes one connection until EOF, then exits. */
+_Noreturn void fl_echo_fd(int fd);
 
 /* ---- the library's state */
 /* The run directory every process of the test shares (USMC_RUNDIR). */
 const char *fl_rundir(void);
 /* A counter of one process, read from its file under <rundir>/stats (0 before it has one). */
 uint64_t fl_stat(pid_t pid, enum stat_id id);
+/* This process's own counter (or its parent's, whose file a forked child shares), read
+ * from its mapping of the stats file: it holds even when the file is gone, and is 0 when it
+ * was never mapped. */
+uint64_t fl_stat_self(enum stat_id id);
+/* What became of this process's latest connection, from its own counters: take a tally
+ * before, then fl_outcome() names it: "accelerated", the fallback reason, or "nothing". */
+struct fl_tally {
+    uint64_t accel, fallback[DECL_MAX];
+};
+void fl_tally(struct fl_tally *t);
+const char *fl_outcome(const struct fl_tally *before);
 /* The control socket the library of process pid listens on. */
 void fl_ctl_path(pid_t pid, char *buf, size_t len);
+/* Entries of the run directory (not stats/) that name process pid: its control socket
+ * and listener links pointing at it. Prints them; returns how many. */
+int fl_rundir_leftovers(pid_t pid);
+
+/* What the library holds in a process: descriptors, and arena mappings. */
+struct fl_footprint {
+    int fds;
+    int arenas;
+};
+void fl_footprint(pid_t pid, struct fl_footprint *f);
+/* Fails naming what differs. */
+void fl_expect_footprint(pid_t pid, const struct fl_footprint *before, const char *when);
 
 /* This process's arena as mapped by the library: base, size, and the /proc/self/map_files
  * name that opens the memfd behind it. */

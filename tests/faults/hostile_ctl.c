@@ -9,8 +9,9 @@
  *   decoder    malformed messages: garbage, truncation, wrong eyecatcher, version, length,
  *              type, descriptor counts (0, 1, one too many), fields out of range, an arena never sent, a
  *              segment outside its arena
- *   binding    well-formed messages that must not bind: a WITHDRAW for an unknown id, a
- *              DECLINE sent to the server, a proposal whose TCP socket is unconnected or not a
+ *   binding    well-formed messages that must not bind: a WITHDRAW for an unknown id,
+ *              WITHDRAWs naming the ids of another client's pending proposals (which must
+ *              still be accelerated), a DECLINE sent to the server, a proposal whose TCP socket is unconnected or not a
  *              socket at all
  *   elsewhere  a proposal whose TCP socket is connected to another listener
  *   replay     a proposal sent twice (same conn_id), then its TCP connection made
@@ -124,6 +125,34 @@ static void withdraw_unknown(struct ctx *c)
     fl_forge_close(&f);
 }
 
+/* WITHDRAWs naming the ids of a fresh client's queued proposal, from another link group
+ * and read after it (the server is stopped meanwhile): they name nothing of that client's,
+ * whose connection must be accelerated. */
+static void withdraw_foreign(struct ctx *c)
+{
+    struct fl_forge f;
+
+    if (kill(c->server, SIGSTOP) < 0)
+        FAIL("SIGSTOP: %s", fl_errname(errno));
+    pid_t p = fl_fork();
+    if (p == 0) {
+        fl_probe_accelerated(c->port, 5000);
+        _exit(0);
+    }
+    fl_wait_sleeping(p, p); /* proposed, connected, waiting for its echo */
+    fl_forge_init(&f, c->ctl, 4096, 0, RING, 1);
+    for (uint64_t id = 1; id <= 8; id++) {
+        struct clc_withdraw w = {{CLC_EYECATCHER, CLC_WITHDRAW, CLC_VERSION, sizeof(w)}, {0, 0}, id};
+        fl_ctl_send(f.ctl, &w, sizeof(w), NULL, 0);
+    }
+    if (kill(c->server, SIGCONT) < 0)
+        FAIL("SIGCONT: %s", fl_errname(errno));
+    if (fl_reap(p) != 0)
+        FAIL("a client's connection was not accelerated after another's WITHDRAWs");
+    flush(c);
+    fl_forge_close(&f);
+}
+
 static void decline_to_server(struct ctx *c)
 {
     struct fl_forge f;
@@ -211,6 +240,7 @@ static const struct attack decoder[] = {
 
 static const struct attack binding[] = {
     {"WITHDRAW for an unknown id", withdraw_unknown, 0},
+    {"WITHDRAW of another link group's ids", withdraw_foreign, 0},
     {"DECLINE sent to the server", decline_to_server, 1},
     {"unconnected TCP socket", tcp_unconnected, 0},
     {"pipe as the TCP socket", tcp_not_a_socket, 0},
@@ -250,18 +280,6 @@ static int settled_fds(pid_t pid)
         fl_sleep_ms(20);
     }
     return last;
-}
-
-static void list_fds(pid_t pid)
-{
-    char path[64], target[256];
-
-    for (int fd = 0; fd < 65536; fd++) {
-        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        if (n > 0)
-            printf("  server fd %d -> %.*s\n", fd, (int)n, target);
-    }
 }
 
 int main(int argc, char **argv)
@@ -317,7 +335,7 @@ int main(int argc, char **argv)
     flush(&c);
     int fds_after = settled_fds(c.server);
     if (fds_after != fds_before) {
-        list_fds(c.server);
+        fl_list_fds(c.server);
         FAIL("the server held %d descriptors before the attacks and %d after", fds_before,
              fds_after);
     }

@@ -7,7 +7,7 @@
  *           ends (short count or -1 EPIPE/ECONNRESET) and further writes fail with one of those
  *   reader  the client is blocked reading after it received everything the server sent: EOF
  *           (or -1 ECONNRESET)
- * The time from the kill to the client's answer is measured; beyond 5 s counts as a hang. */
+ * The time from the kill to the client's answer is measured; beyond 2 s counts as a hang. */
 #include "faults.h"
 
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define HANG_MS 5000u
+#define HANG_MS 2000u
 #define SENT 200000u /* fits in the default ring: the server finishes without the client reading */
 
 struct killer {
@@ -112,7 +112,6 @@ int main(int argc, char **argv)
     if (fl_reap(server) != 128 + SIGKILL)
         FAIL("the server did not die by SIGKILL");
     close(fd);
-    printf("%s: %s after %s\n", argv[1], e ? fl_errname(e) : "EOF",
-           took < 2000 ? "under 2 s" : "2 to 5 s");
+    printf("%s: %s under 2 s\n", argv[1], e ? fl_errname(e) : "EOF");
     return 0;
 }

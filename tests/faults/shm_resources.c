@@ -4,17 +4,23 @@
  * most. Afterwards a plain probe and an accelerated probe (other processes' connections)
  * must both get their echo, and the server must be alive.
  *
- * usage: shm_resources arena_short|arena_shrunk|bell_saturated
+ * usage: shm_resources arena_short|arena_shrunk|arena_punched|arena_remapped|bell_saturated
  *   arena_short     a proposal announces a 1 MiB arena whose memfd holds 4 KiB, with the
  *                   segment beyond the end of the file; then its TCP connection is made
- *   arena_shrunk    a real client truncates its arena (reopened through /proc/self/map_files)
- *                   to nothing while its connection is attached
+ *   arena_shrunk    a real client reopens its arena (through /proc/self/map_files) while its
+ *                   connection is attached and tries to shrink it, grow it, or seal it
+ *                   against writes: the seals refuse each (EPERM)
+ *   arena_punched   it punches a hole over the whole arena instead (the seals allow that):
+ *                   every page, cursors included, reads as zeros from then on
+ *   arena_remapped  it replaces its mapping of the arena with fresh memory at the same
+ *                   address, writes into that (which the server never sees) and closes
  *   bell_saturated  a real client makes every doorbell socket it holds blocking and stuffs
  *                   it full, claims to wait, and sends: ringing must not block the server */
 #include "faults.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -47,7 +53,46 @@ static struct seg_hdr *attached(uint16_t port, size_t n, int *fd)
     return fl_seg_find(&a, n, n);
 }
 
+/* The memfd behind this process's arena, opened anew (an attached connection made first). */
+static int arena_reopened(uint16_t port, struct fl_arena *a)
+{
+    int fd;
+
+    attached(port, 1000, &fd);
+    fl_arena_find(a);
+    int mfd = open(a->file, O_RDWR | O_CLOEXEC);
+    if (mfd < 0)
+        FAIL("opening %s: %s", a->file, fl_errname(errno));
+    return mfd;
+}
+
 static void arena_shrunk(uint16_t port, const char *ctl)
+{
+    struct fl_arena a;
+
+    (void)ctl;
+    int mfd = arena_reopened(port, &a);
+    EXPECT_ERRNO(ftruncate(mfd, 0), EPERM);
+    EXPECT_ERRNO(ftruncate(mfd, (off_t)a.size * 2), EPERM);
+    EXPECT_ERRNO(fallocate(mfd, 0, (off_t)a.size, 4096), EPERM);
+    EXPECT_ERRNO(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE), EPERM);
+    printf("arena sealed: it can be neither shrunk, grown nor sealed further\n");
+    close(mfd);
+}
+
+static void arena_punched(uint16_t port, const char *ctl)
+{
+    struct fl_arena a;
+
+    (void)ctl;
+    int mfd = arena_reopened(port, &a);
+    if (fallocate(mfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)a.size) < 0)
+        FAIL("punching the arena: %s", fl_errname(errno));
+    close(mfd);
+    printf("arena punched: all zeros\n");
+}
+
+static void arena_remapped(uint16_t port, const char *ctl)
 {
     struct fl_arena a;
     int fd;
@@ -55,17 +100,17 @@ static void arena_shrunk(uint16_t port, const char *ctl)
     (void)ctl;
     attached(port, 1000, &fd);
     fl_arena_find(&a);
-    int mfd = open(a.file, O_RDWR | O_CLOEXEC);
-    if (mfd < 0)
-        FAIL("opening %s: %s", a.file, fl_errname(errno));
-    /* The library seals its arenas; if that ever stops, the server must still survive. */
-    if (ftruncate(mfd, 0) == 0)
-        printf("arena truncated\n");
-    else if (errno == EPERM)
-        printf("arena sealed: cannot shrink\n");
-    else
-        FAIL("truncating %s: %s", a.file, fl_errname(errno));
-    close(mfd);
+    if (mmap(a.base, a.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
+             0) != a.base)
+        FAIL("remapping the arena: %s", fl_errname(errno));
+    /* Our library now writes where the server never looks, or finds its cursors gone
+     * and resets the connection: either way, only this connection is concerned. */
+    char junk[1000] = {0};
+    ssize_t r = send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+    if (r < 0 && errno != ECONNRESET)
+        FAIL("send on the remapped connection: %s", fl_errname(errno));
+    close(fd);
+    printf("arena replaced by fresh memory, connection written to and closed\n");
 }
 
 /* Every socket this process holds at or above the library's descriptor floor (the
@@ -148,6 +193,8 @@ int main(int argc, char **argv)
     } variants[] = {
         {"arena_short", arena_short},
         {"arena_shrunk", arena_shrunk},
+        {"arena_punched", arena_punched},
+        {"arena_remapped", arena_remapped},
         {"bell_saturated", bell_saturated},
     };
     void (*attack)(uint16_t, const char *) = NULL;
@@ -159,7 +206,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], variants[i].name))
             attack = variants[i].attack;
     if (!attack) {
-        fprintf(stderr, "usage: shm_resources arena_short|arena_shrunk|bell_saturated\n");
+        fprintf(stderr, "usage: shm_resources arena_short|arena_shrunk|arena_punched|"
+                        "arena_remapped|bell_saturated\n");
         return 2;
     }
     fl_chan_init(&srv);

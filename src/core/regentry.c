@@ -1,0 +1,29 @@
+#include "regentry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int regentry_parse(const char *target, struct regentry *e)
+{
+	/* The widths match the buffers: one less, for the terminator. */
+	if (sscanf(target, "%255s %lu %3999s", e->name, &e->netns, e->list) != 3)
+		return -1;
+	if (strchr(e->name, '/') || !strcmp(e->name, ".") || !strcmp(e->name, ".."))
+		return -1;
+	return 0;
+}
+
+int regentry_accepts(const struct regentry *e, const struct addr *dst)
+{
+	char buf[REGENTRY_LIST_MAX];
+	char *save, *tok;
+
+	memcpy(buf, e->list, sizeof(buf));
+	buf[sizeof(buf) - 1] = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct addr a;
+		if (addr_parse(&a, tok) == 0 && (a.port = dst->port, addr_equal(&a, dst)))
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* The text of a listener's entry in the run directory, the target of <rundir>/l-<port>:
+ *
+ *   "<control socket name> <network namespace inode> <address>[,<address>...]"
+ *
+ * or "!ambiguous". Whoever can write the run directory can write it, so it is parsed
+ * with suspicion: a name that could lead out of the run directory is refused. */
+#ifndef USMC_REGENTRY_H
+#define USMC_REGENTRY_H
+
+#include "addr.h"
+
+#define REGENTRY_NAME_MAX 256
+#define REGENTRY_LIST_MAX 4000
+
+struct regentry {
+	char name[REGENTRY_NAME_MAX];  /* a file name in the run directory */
+	unsigned long netns;
+	char list[REGENTRY_LIST_MAX];  /* addresses, comma separated */
+};
+
+/* 0 with e filled when target names a control socket; -1 otherwise. */
+int regentry_parse(const char *target, struct regentry *e);
+/* Whether the listener accepts on dst's address (the port is not looked at). */
+int regentry_accepts(const struct regentry *e, const struct addr *dst);
+
+#endif

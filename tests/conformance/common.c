@@ -449,11 +449,15 @@ void cf_recv_pattern_n(int fd, uint64_t total, size_t chunk, unsigned seed)
 
 int cf_send_until_error(int fd, int flags, int tries)
 {
-    for (int i = 0; i < tries; i++) {
+    /* After tries sends in a row, keep trying at a slower pace for up to 2 s: the error
+     * often waits for the peer's RST, which a loaded machine delivers late. */
+    for (int i = 0; i < tries + 400; i++) {
         ssize_t r = send(fd, "x", 1, flags);
         if (r < 0 && errno != EINTR)
             return errno;
         CHECK(r != 0);
+        if (i >= tries)
+            usleep(5000);
     }
     return 0;
 }

@@ -126,8 +126,9 @@ uint64_t cf_recv_pattern(int fd, size_t chunk, unsigned seed);
 /* Reads exactly total bytes, verifying. */
 void cf_recv_pattern_n(int fd, uint64_t total, size_t chunk, unsigned seed);
 
-/* Sends one byte at a time with send(flags) until it fails (at most tries times) on a
- * connection whose peer has closed; returns the errno of that failure, 0 if none. */
+/* Sends one byte at a time with send(flags) until it fails on a connection whose peer has
+ * closed: tries times in a row, then more slowly for up to 2 s; returns the errno of that
+ * failure, 0 if none. */
 int cf_send_until_error(int fd, int flags, int tries);
 
 /* Echo server that needs no buffering in the connection: reads everything up to EOF, then

@@ -1,12 +1,16 @@
 /* An IPPROTO_SMC client and server, built against an installed usmc:
  *
  *     cc smc_echo.c $(pkg-config --cflags --libs usmc) -o smc_echo
- *     ./smc_echo server PORT &        # echoes one connection, then exits
- *     ./smc_echo client PORT BYTES    # sends BYTES, checks the echo, prints "ok BYTES"
+ *     ./smc_echo server ADDR PORT &        # echoes one connection, then exits
+ *     ./smc_echo client ADDR PORT BYTES    # sends BYTES, checks the echo, prints "ok BYTES"
  *
- * With `tcp` as a last argument, both use protocol 0 instead: plain TCP sockets,
- * which a program linked with usmc leaves alone. */
-#include <arpa/inet.h>
+ * ADDR is numeric, IPv4 or IPv6 (127.0.0.1, ::1, 0.0.0.0 for a server on every
+ * address). With `tcp` as a last argument, both use protocol 0 instead: plain
+ * TCP sockets, which a program linked with usmc leaves alone. */
+/* getaddrinfo() under -std=c11 */
+#define _POSIX_C_SOURCE 200809L
+
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,37 +25,27 @@ static int fail(const char *what)
 	return 1;
 }
 
-int main(int argc, char **argv)
+static int serve(int fd)
 {
-	if (argc < 3)
-		return fprintf(stderr, "usage: smc_echo server PORT [tcp] | client PORT BYTES [tcp]\n"), 2;
-	int server = !strcmp(argv[1], "server");
-	int proto = !strcmp(argv[argc - 1], "tcp") ? 0 : IPPROTO_SMC;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	int fd = socket(AF_INET, SOCK_STREAM, proto), one = 1;
-	if (fd < 0)
-		return fail("socket");
-	if (server) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0)
-			return fail("listen");
-		printf("listening\n");
-		fflush(stdout);
-		int c = accept(fd, NULL, NULL);
-		char buf[65536];
-		ssize_t n;
-		while ((n = read(c, buf, sizeof(buf))) > 0)
-			if (write(c, buf, (size_t)n) != n)
-				return fail("write");
-		close(c);
-		close(fd);
-		return 0;
-	}
-	if (argc < 4 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return fail("connect");
-	size_t total = strtoul(argv[3], NULL, 10), sent = 0, got = 0;
+	char buf[65536];
+	ssize_t n;
+	int c = accept(fd, NULL, NULL);
+
+	if (c < 0)
+		return fail("accept");
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		if (write(c, buf, (size_t)n) != n)
+			return fail("write");
+	close(c);
+	return 0;
+}
+
+/* Sends total bytes of a pattern and checks that they all come back. */
+static int echo(int fd, size_t total)
+{
+	size_t sent = 0, got = 0;
 	char out[4096], in[4096];
+
 	while (got < total) {
 		if (sent < total) {
 			size_t k = total - sent < sizeof(out) ? total - sent : sizeof(out);
@@ -70,6 +64,37 @@ int main(int argc, char **argv)
 		got += (size_t)n;
 	}
 	printf("ok %zu\n", got);
-	close(fd);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int server = argc > 1 && !strcmp(argv[1], "server");
+	if (argc < (server ? 4 : 5))
+		return fprintf(stderr, "usage: smc_echo server ADDR PORT [tcp] | "
+				       "client ADDR PORT BYTES [tcp]\n"), 2;
+	int proto = !strcmp(argv[argc - 1], "tcp") ? 0 : IPPROTO_SMC;
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+				 .ai_socktype = SOCK_STREAM}, *ai;
+	int e = getaddrinfo(argv[2], argv[3], &hints, &ai);
+	if (e)
+		return fprintf(stderr, "%s %s: %s\n", argv[2], argv[3], gai_strerror(e)), 2;
+	int fd = socket(ai->ai_family, SOCK_STREAM, proto), one = 1, r;
+	if (fd < 0)
+		return fail("socket");
+	if (server) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1) < 0)
+			return fail("listen");
+		printf("listening\n");
+		fflush(stdout);
+		r = serve(fd);
+	} else {
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0)
+			return fail("connect");
+		r = echo(fd, strtoul(argv[4], NULL, 10));
+	}
+	close(fd);
+	freeaddrinfo(ai);
+	return r;
 }

@@ -35,26 +35,37 @@ int config_rundir_ready(void)
 	return 0;
 }
 
+int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20 : 0;
+	if (shift && v > (~0ull >> shift))
+		return -1;
+	v <<= shift;
+	end += shift != 0;
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	const char *s = getenv(name);
-	char *end;
 
 	*out = def;
 	if (!s || !*s)
 		return 0;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	if (errno || *end || v < lo || v > hi) {
+	if (config_number(s, lo, hi, out) < 0) {
 		fprintf(stderr, "usmc: %s=%s: expected a number from %llu to %llu\n", name, s,
 			(unsigned long long)lo, (unsigned long long)hi);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -77,30 +88,24 @@ int config_load(void)
 		snprintf(cfg.rundir, sizeof(cfg.rundir), "%s", rd);
 	else
 		config_default_rundir(cfg.rundir, sizeof(cfg.rundir));
-	bad |= env_u64("USMC_RING_SIZE", 256 << 10, 4096, 64 << 20, &v);
+	bad |= env_u64("USMC_RING_SIZE", 256 << 10, CONFIG_RING_MIN, CONFIG_RING_MAX, &v);
 	cfg.ring_size = pow2_ceil(v);
+	bad |= env_u64("USMC_SEND_RING_SIZE", cfg.ring_size, CONFIG_RING_MIN, CONFIG_RING_MAX, &v);
+	cfg.send_ring = pow2_ceil(v);
+	bad |= env_u64("USMC_RECV_RING_SIZE", cfg.ring_size, CONFIG_RING_MIN, CONFIG_RING_MAX, &v);
+	cfg.recv_ring = pow2_ceil(v);
 	bad |= env_u64("USMC_ARENA_SIZE", 256 << 20, 1 << 20, 1ull << 32, &v);
 	cfg.arena_size = (v + 4095) & ~4095ull;
-	bad |= env_u64("USMC_BUSY_POLL_US", 10, 0, 1000000, &v);
+	bad |= env_u64("USMC_BUSY_POLL_US", 10, 0, CONFIG_BUSY_POLL_MAX, &v);
 	cfg.busy_poll_us = (uint32_t)v;
 	bad |= env_u64("USMC_HANDSHAKE_TIMEOUT_MS", 10000, 1, 3600000, &v);
 	cfg.handshake_ms = (uint32_t)v;
 	bad |= env_u64("USMC_DISABLE", 0, 0, 1, &v);
 	cfg.disabled = (int)v;
-	const char *socks = getenv("USMC_SOCKETS");
-	cfg.smc_only = -1;
-	if (socks && !strcmp(socks, "all")) {
-		cfg.smc_only = 0;
-	} else if (socks && !strcmp(socks, "smc")) {
-		cfg.smc_only = 1;
-	} else if (socks) {
-		fprintf(stderr, "usmc: USMC_SOCKETS=%s: expected all or smc\n", socks);
-		bad = 1;
-	}
 	/* A client's bytes wait in the ring until the server attaches; if it declines
 	 * they are replayed on TCP, so keep them within what a fresh loopback socket
 	 * takes without blocking. */
-	cfg.pending_window = cfg.ring_size < (64 << 10) ? cfg.ring_size : (64 << 10);
+	cfg.pending_window = cfg.send_ring < (64 << 10) ? cfg.send_ring : (64 << 10);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	cfg.ncpus = n > 0 ? (int)n : 1;
 	return bad ? -1 : 0;

@@ -7,19 +7,26 @@
 struct config {
 	char rundir[4096];         /* USMC_RUNDIR: the trust domain */
 	uint64_t ring_size;        /* USMC_RING_SIZE: default bytes per direction */
+	/* USMC_SEND_RING_SIZE, USMC_RECV_RING_SIZE: the rings of the connections this
+	 * process opens (the connecting side sizes both), else ring_size */
+	uint64_t send_ring, recv_ring;
 	uint64_t pending_window;   /* bytes a client may write before the server attaches */
 	uint64_t arena_size;       /* USMC_ARENA_SIZE: shared memory per link group arena */
 	uint32_t busy_poll_us;     /* USMC_BUSY_POLL_US: spin this long for the peer before sleeping */
 	uint32_t handshake_ms;     /* USMC_HANDSHAKE_TIMEOUT_MS */
 	int disabled;              /* USMC_DISABLE=1: interpose nothing */
-	/* USMC_SOCKETS=smc: only IPPROTO_SMC sockets are accelerated, =all: every TCP
-	 * one; -1 when unset: the library decides (all when preloaded, as by
-	 * `usmc run`; smc when a program linked it, which is its opt-in). */
-	int smc_only;
 	int ncpus;
 };
 
 extern struct config cfg;
+
+#define CONFIG_RING_MIN 4096u
+#define CONFIG_RING_MAX (64u << 20)
+#define CONFIG_BUSY_POLL_MAX 1000000u
+
+/* A number in the form the settings take (decimal, 0x hex, K or M suffix) from
+ * lo to hi; -1 if s is not one. */
+int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* Fills cfg; returns -1 with a message on stderr for a malformed value. */
 int config_load(void);

@@ -16,6 +16,7 @@
 
 #include "../dev/dev.h"
 #include "addr.h"
+#include "admit.h"
 #include "config.h"
 #include "hooks.h"
 #include "registry.h"
@@ -201,9 +202,9 @@ static void conn_abort(struct usock *s, int fd)
 	notify_space(s);
 }
 
-static uint64_t ring_for(int requested)
+static uint64_t ring_for(int requested, uint64_t dflt)
 {
-	uint64_t v = requested > 0 ? (uint64_t)requested : cfg.ring_size, p = CLC_RING_MIN;
+	uint64_t v = requested > 0 ? (uint64_t)requested : dflt, p = CLC_RING_MIN;
 
 	while (p < v && p < CLC_RING_MAX)
 		p <<= 1;
@@ -227,7 +228,8 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	}
 	if (!addr_is_inet(addr, len) || addr->sa_family != s->family)
 		return real.connect(fd, addr, len);
-	if (registry_lookup(addr, path, sizeof(path), &why) < 0)
+	why = DECL_POLICY;
+	if (!admit_connect(s, fd, addr) || registry_lookup(addr, path, sizeof(path), &why) < 0)
 		goto plain;
 	why = DECL_NO_DEVICE;
 	g = lgr_client_get(path);
@@ -235,7 +237,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		registry_forget(addr, path);
 		goto plain;
 	}
-	uint64_t rs[2] = {ring_for(s->sndbuf), ring_for(s->rcvbuf)};
+	uint64_t rs[2] = {ring_for(s->sndbuf, cfg.send_ring), ring_for(s->rcvbuf, cfg.recv_ring)};
 	e = lgr_propose(g, s, fd, rs, &s->seg, bells);
 	if (e == -EPIPE || e == -ECONNRESET) {
 		/* The listener's process is gone: its entry goes too. */
@@ -325,16 +327,20 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->peer_bell = sys_fd_high(bells[0]);
 	s->bell = sys_fd_high(bells[1]);
 	uint32_t st = SEG_PENDING;
+	enum decline why = DECL_PROTOCOL;
 	if (loc.hdr->magic != SEG_MAGIC) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
 		lgr_server_decline(loc.lgr, id, decline_code(DECL_PROTOCOL));
+		st = 0;
+	} else if (!admit_accepted(l, fd, peer)) {
+		lgr_server_decline(loc.lgr, id, decline_code(why = DECL_POLICY));
 		st = 0;
 	}
 	if (!st || !atomic_compare_exchange_strong(&loc.hdr->state, &st, SEG_ATTACHED)) {
 		/* The client gave up before we came (or the segment is garbage). */
 		shm_teardown(s, 0);
 		atomic_store(&s->mode, MODE_PLAIN);
-		stat_fallback(st ? DECL_TIMEOUT : DECL_PROTOCOL);
+		stat_fallback(st ? DECL_TIMEOUT : why);
 		return;
 	}
 	rings_setup(s);
@@ -357,6 +363,11 @@ int conn_listen(struct usock *s, int fd, int backlog)
 		return r;
 	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
 		return r;
+	if (!admit_listen(s, (struct sockaddr *)&ss)) {
+		atomic_store(&s->mode, MODE_PLAIN);
+		stat_fallback(DECL_POLICY);
+		return r;
+	}
 	if (s->family == AF_INET6)
 		real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &ol);
 	if (lgr_server_start() < 0)

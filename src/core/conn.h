@@ -45,6 +45,7 @@ struct usock {
 	struct holders *hold;       /* after fork: the end's state, shared by its holders */
 	int hold_fd;                /* its memfd */
 	int family;
+	int smc;                    /* created with IPPROTO_SMC (a listener: its connections too) */
 	int server;                 /* accepted side */
 	int nonblock;               /* O_NONBLOCK of the open file, as last set */
 	int connected;              /* the TCP handshake completed */

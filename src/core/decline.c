@@ -16,6 +16,9 @@ static const struct {
 	[DECL_PROTOCOL] = {0x030c0000u, "protocol_error"},
 	[DECL_UNSUPPORTED] = {0x03060000u, "unsupported_option"},
 	[DECL_INTERNAL] = {0x09990000u, "internal"},
+	/* SMC has no code for an administrator's choice: one in its configuration
+	 * class (0x03) that it leaves unused. */
+	[DECL_POLICY] = {0x03100000u, "policy"},
 };
 
 uint32_t decline_code(enum decline d)

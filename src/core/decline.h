@@ -18,6 +18,7 @@ enum decline {
 	DECL_PROTOCOL,        /* malformed control message or segment */
 	DECL_UNSUPPORTED,     /* an option shared memory cannot honour (MSG_OOB...) */
 	DECL_INTERNAL,
+	DECL_POLICY,          /* the policy (usmc run --policy, USMC_POLICY) excludes it */
 	DECL_MAX
 };
 

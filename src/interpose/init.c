@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/admit.h"
 #include "../core/config.h"
 #include "../core/lgr.h"
 #include "../core/sys.h"
@@ -61,14 +62,12 @@ static int preloaded(void)
 __attribute__((constructor)) static void usmc_init(void)
 {
 	sys_init();
-	if (config_load() < 0) {
+	if (config_load() < 0 || admit_load(preloaded()) < 0) {
 		fprintf(stderr, "usmc: bad settings; running without acceleration\n");
 		return;
 	}
 	if (cfg.disabled)
 		return;
-	if (cfg.smc_only < 0)
-		cfg.smc_only = !preloaded();
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	active = 1;
 	exec_adopt();

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/admit.h"
 #include "../core/conn.h"
-#include "../core/config.h"
 #include "../core/sys.h"
 #include "fdtab.h"
 #include "init.h"
@@ -23,15 +23,14 @@ int socket(int domain, int type, int protocol)
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	int tcp = (domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
 		  (protocol == 0 || protocol == IPPROTO_TCP || protocol == IPPROTO_SMC);
-	/* A program that linked the library asked for IPPROTO_SMC sockets only. */
-	int ours = tcp && (protocol == IPPROTO_SMC || !cfg.smc_only);
+	int smc = tcp && protocol == IPPROTO_SMC;
 
-	if (tcp && protocol == IPPROTO_SMC)
-		protocol = IPPROTO_TCP;
-	int fd = real.socket(domain, type, protocol);
-	if (fd < 0 || !ours || !usmc_active())
+	int fd = real.socket(domain, type, smc ? IPPROTO_TCP : protocol);
+	if (fd < 0 || !tcp || !usmc_active() || !admit_socket(smc))
 		return fd;
 	struct usock *s = usock_new(domain, (type & SOCK_NONBLOCK) != 0);
+	if (s)
+		s->smc = smc;
 	if (s && fdtab_set(fd, &s->o) < 0)
 		usock_put(s);
 	return fd;

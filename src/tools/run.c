@@ -1,14 +1,30 @@
-/* usmc run: execute a program with the library preloaded. */
+/* usmc run: execute a program with the library preloaded, under a policy and
+ * settings that are checked before it starts (the library would only refuse
+ * them once the program runs). */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../core/config.h"
+#include "../core/policy.h"
 #include "usmc.h"
+
+_Noreturn static void bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("usmc run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
 
 /* The library sits next to this program: <prefix>/bin/usmc -> <prefix>/lib/libusmc.so.
  * buf has room for PATH_MAX bytes. */
@@ -30,28 +46,125 @@ static void lib_path(char *buf)
 	}
 }
 
-int cmd_run(int argc, char **argv)
-{
-	char lib[PATH_MAX], pre[8192];
-	int i = 1;
+/* Numeric settings that options pass to the library in its environment. */
+static const struct setting {
+	const char *short_name, *long_name, *env, *expected;
+	uint64_t lo, hi;
+} settings[] = {
+	{"-r", "--recv-ring", "USMC_RECV_RING_SIZE", "a size from 4K to 64M", CONFIG_RING_MIN,
+	 CONFIG_RING_MAX},
+	{"-t", "--send-ring", "USMC_SEND_RING_SIZE", "a size from 4K to 64M", CONFIG_RING_MIN,
+	 CONFIG_RING_MAX},
+	{NULL, "--busy-poll", "USMC_BUSY_POLL_US", "microseconds from 0 to 1000000", 0,
+	 CONFIG_BUSY_POLL_MAX},
+};
 
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--rundir") && i + 1 < argc) {
-			setenv("USMC_RUNDIR", argv[++i], 1);
-		} else if (!strcmp(argv[i], "--")) {
+/* The rules of every --policy and --rule, in order: checked here, handed to the
+ * library as USMC_POLICY. */
+static struct policy policy;
+static char rules[POLICY_TEXT_MAX + 1];
+static size_t rules_len;
+
+/* origin: the file the rules come from, NULL for --rule. */
+static void add_rules(const char *text, const char *origin)
+{
+	char why[2048];
+	unsigned line;
+	size_t n = strlen(text);
+
+	if (policy_parse(&policy, text, &line, why, sizeof(why)) < 0) {
+		if (origin)
+			bad("%s:%u: %s", origin, line, why);
+		bad("--rule: %s", why);
+	}
+	if (rules_len + n + 1 > POLICY_TEXT_MAX)
+		bad("the policy is larger than %d bytes", POLICY_TEXT_MAX);
+	memcpy(rules + rules_len, text, n);
+	rules_len += n;
+	rules[rules_len++] = '\n';
+}
+
+static void add_file(const char *path)
+{
+	char err[PATH_MAX + 256];
+	char *text = policy_read_file(path, err, sizeof(err));
+
+	if (!text)
+		bad("%s", err);
+	add_rules(text, path);
+	free(text);
+}
+
+static const char *value_of(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc)
+		bad("%s needs a value", argv[*i]);
+	return argv[++*i];
+}
+
+/* An option that sets a number; 0 if arg is none of them. */
+static int set_number(int argc, char **argv, int *i)
+{
+	for (size_t k = 0; k < sizeof(settings) / sizeof(settings[0]); k++) {
+		const struct setting *o = &settings[k];
+		uint64_t v;
+		if (strcmp(argv[*i], o->long_name) && (!o->short_name || strcmp(argv[*i], o->short_name)))
+			continue;
+		const char *name = argv[*i], *val = value_of(argc, argv, i);
+		if (config_number(val, o->lo, o->hi, &v) < 0)
+			bad("%s %s: expected %s", name, val, o->expected);
+		setenv(o->env, val, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* Options up to the command; returns its index. */
+static int parse_options(int argc, char **argv)
+{
+	int i = 1, policy_given = 0;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
 			i++;
 			break;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "usmc run: unknown option %s\n", argv[i]);
+		}
+		if (is_help(a))
+			help_exit();
+		if (!strcmp(a, "--rundir")) {
+			setenv("USMC_RUNDIR", value_of(argc, argv, &i), 1);
+		} else if (!strcmp(a, "--policy")) {
+			add_file(value_of(argc, argv, &i));
+			policy_given = 1;
+		} else if (!strcmp(a, "--rule")) {
+			add_rules(value_of(argc, argv, &i), NULL);
+			policy_given = 1;
+		} else if (!set_number(argc, argv, &i)) {
+			fprintf(stderr, "usmc run: unknown option %s\n", a);
 			die_usage();
-		} else {
-			break;
 		}
 	}
 	if (i >= argc)
 		die_usage();
+	const char *env = getenv("USMC_POLICY");
+	char err[PATH_MAX + 2048];
+	if (policy_given) {
+		rules[rules_len] = 0;
+		setenv("USMC_POLICY", rules, 1);
+	} else if (env && *env && policy_parse_setting(&policy, env, err, sizeof(err)) < 0) {
+		bad("%s", err);
+	}
+	return i;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	char lib[PATH_MAX], pre[8192];
+	int i = parse_options(argc, argv);
+
 	if (config_load() < 0)
-		return 1;
+		return 2;
 	lib_path(lib);
 	const char *old = getenv("LD_PRELOAD");
 #ifdef USMC_SANITIZER_RUNTIME

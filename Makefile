@@ -3,7 +3,7 @@
 # make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
 # make test       -> every test suite (see tests/run-all.sh)
 # make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, lib/libusmc.so,
-#                    include/usmc/usmc.h, lib/pkgconfig/usmc.pc
+#                    include/usmc/usmc.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
 # Path lengths are checked where they matter, so -Wformat-truncation is noise here.
 
 CC ?= cc
@@ -58,12 +58,17 @@ test: all
 	tests/run-all.sh
 
 # The tool finds the library as ../lib/libusmc.so from its own directory.
+MANDIR := $(DESTDIR)$(PREFIX)/share/man
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/usmc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/usmc \
+		$(MANDIR)/man1 $(MANDIR)/man7
 	install -m 755 $(BUILD)/bin/usmc $(DESTDIR)$(PREFIX)/bin/usmc
 	install -m 755 $(BUILD)/lib/libusmc.so $(DESTDIR)$(PREFIX)/lib/libusmc.so
 	install -m 644 include/usmc/usmc.h $(DESTDIR)$(PREFIX)/include/usmc/usmc.h
 	sed 's|@PREFIX@|$(PREFIX)|' usmc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/usmc.pc
+	install -m 644 $(wildcard man/*.1) $(MANDIR)/man1
+	install -m 644 $(wildcard man/*.7) $(MANDIR)/man7
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -8,8 +8,9 @@
  * is a TCP socket that moves its bytes through shared memory when the peer runs
  * usmc too (the same runtime directory, USMC_RUNDIR), and stays plain TCP,
  * byte for byte, when it does not. Its other TCP sockets are left alone. Under
- * `usmc run`, which preloads the library, every TCP socket is accelerated
- * (USMC_SOCKETS=smc restricts it to IPPROTO_SMC ones). */
+ * `usmc run`, which preloads the library, every TCP socket may be accelerated.
+ * A policy (usmc run --policy, USMC_POLICY) can narrow or widen either: see
+ * usmc(7). */
 #ifndef USMC_USMC_H
 #define USMC_USMC_H
 

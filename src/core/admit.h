@@ -11,8 +11,9 @@ struct usock;
  * (`usmc run`) or IPPROTO_SMC ones only (a program linked with -lusmc). -1 with
  * a message on stderr when the policy is bad. */
 int admit_load(int preloaded);
-/* At socket(): whether a socket of this kind could ever be admitted. Those that
- * cannot are left alone entirely. */
+/* At socket(): whether usmc follows the new socket. An IPPROTO_SMC one always:
+ * the program asked for it, so a refusal must show in the counters. A plain
+ * one when the policy could admit it: the others are left alone entirely. */
 int admit_socket(int smc);
 /* Client, before connect() to peer. */
 int admit_connect(struct usock *s, int fd, const struct sockaddr *peer);

@@ -1,0 +1,83 @@
+# Helpers for suites that drive examples/smc_echo.c (one server, one client) and judge by the
+# echo's verdict and by `usmc stats`. A suite sets USMC (the usmc command) and ECHO (the built
+# example), calls echo_begin, makes its checks with `check`, and ends with echo_end, which prints
+# `N passed, N failed` and gives the exit status.
+
+passed=0 failed=0 server=
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/usmc-suite.XXXXXX") || exit 1
+_ports=()
+
+_echo_cleanup() {
+    if [ -n "$server" ]; then
+        kill "$server" 2>/dev/null
+        wait "$server" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+trap _echo_cleanup EXIT
+
+# check NAME CONDITION [LOG]: evaluates CONDITION; on failure shows the end of LOG.
+check() {
+    if eval "$2"; then
+        echo "PASS $1"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $1"
+        [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/    /' "$3" | tail -n 15
+        failed=$((failed + 1))
+    fi
+}
+
+echo_end() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}
+
+# fresh_rundir: prints a new, empty runtime directory (its counters start at zero).
+fresh_rundir() {
+    mktemp -d "$WORK/rundir.XXXXXX"
+}
+
+# pick_port: a TCP port nothing listens on, below the ephemeral range, not taken before.
+pick_port() {
+    local port ephemeral
+    read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range
+    while :; do
+        port=$((10000 + RANDOM % (ephemeral - 10000)))
+        case " ${_ports[*]} " in *" $port "*) continue ;; esac
+        if [ -z "$(ss -Htan "( sport = :$port )")" ]; then
+            _ports+=("$port")
+            echo "$port"
+            return
+        fi
+    done
+}
+
+# stat_of RUNDIR NAME: one counter of `usmc stats`, 0 when it is not listed.
+stat_of() {
+    "$USMC" stats --rundir "$1" | awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }'
+}
+
+# echo_pair RUNDIR SERVER_ADDR CLIENT_ADDR BYTES [tcp]: the example's server on SERVER_ADDR and
+# its client connecting to CLIENT_ADDR, on a fresh port, each prefixed by the command in the
+# arrays SERVER_RUN and CLIENT_RUN (e.g. usmc run ... --; empty: the program alone). Prints the
+# client's output (`ok BYTES` when the echo was exact) and the server's complaints. ECHO_PORT
+# chooses the port.
+SERVER_RUN=() CLIENT_RUN=()
+echo_pair() {
+    local rd=$1 port=${ECHO_PORT:-}
+    [ -n "$port" ] || port=$(pick_port)
+    USMC_RUNDIR=$rd timeout 30 "${SERVER_RUN[@]}" "$ECHO" server "$2" "$port" ${5:-} \
+        >"$WORK/server.out" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+        if grep -q listening "$WORK/server.out" || ! kill -0 "$server" 2>/dev/null; then
+            break
+        fi
+        sleep 0.05
+    done
+    USMC_RUNDIR=$rd timeout 30 "${CLIENT_RUN[@]}" "$ECHO" client "$3" "$port" "$4" ${5:-} 2>&1
+    wait "$server"
+    server=
+    grep -v '^listening$' "$WORK/server.out"
+}

@@ -2,6 +2,7 @@
 #undef real
 
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -10,11 +11,16 @@
 
 struct sys_calls sys_real;
 int sys_ready;
+static void *libc;
 
 static void *must(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 
+	/* A program linked with the C library ahead of us has no next definition
+	 * after ours: libc's own is the real one. */
+	if (!p && libc)
+		p = dlsym(libc, name);
 	if (!p) {
 		fprintf(stderr, "usmc: cannot resolve %s: %s\n", name, dlerror());
 		abort();
@@ -30,6 +36,7 @@ static void *maybe(const char *name)
 
 void sys_init(void)
 {
+	libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
 #define R(n) (*(void **)&sys_real.n = must(#n))
 	R(socket); R(connect); R(bind); R(listen); R(accept4); R(close);
 	R(shutdown); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(setsockopt);
@@ -41,6 +48,11 @@ void sys_init(void)
 #undef R
 	*(void **)&sys_real.epoll_pwait2 = maybe("epoll_pwait2");
 	sys_ready = 1;
+}
+
+int sys_libc_first(void)
+{
+	return libc && dlsym(RTLD_DEFAULT, "socket") == dlsym(libc, "socket");
 }
 
 int sys_fd_high(int fd)

@@ -66,6 +66,9 @@ extern int sys_ready;
 /* Resolves every entry. Normally the library's constructor does it, but a
  * sanitizer runtime preloaded ahead of us calls in before that. */
 void sys_init(void);
+/* The program calls the C library's socket(), not ours: it was linked with -lc
+ * ahead of -lusmc. (A sanitizer's interceptor in front of ours does not count.) */
+int sys_libc_first(void);
 
 static inline struct sys_calls *sys_calls(void)
 {

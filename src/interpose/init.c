@@ -62,6 +62,11 @@ static int preloaded(void)
 __attribute__((constructor)) static void usmc_init(void)
 {
 	sys_init();
+	if (sys_libc_first()) {
+		fprintf(stderr, "usmc: the C library comes before libusmc in this program's link "
+				"order (-lusmc must precede -lc); running without acceleration\n");
+		return;
+	}
 	if (config_load() < 0 || admit_load(preloaded()) < 0) {
 		fprintf(stderr, "usmc: bad settings; running without acceleration\n");
 		return;

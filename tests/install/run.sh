@@ -18,7 +18,8 @@ BYTES=1000000
 
 make -s install PREFIX="$prefix" >"$WORK/install.log" 2>&1
 check "make install" '[ -x "$USMC" ] && [ -f "$prefix/lib/libusmc.so" ] &&
-    [ -f "$prefix/include/usmc/usmc.h" ] && [ -f "$prefix/lib/pkgconfig/usmc.pc" ]' "$WORK/install.log"
+    [ -f "$prefix/include/usmc/usmc.h" ] && [ -f "$prefix/lib/pkgconfig/usmc.pc" ]' \
+    "$WORK/install.log"
 check "make install: the man pages" 'for p in man/*.1 man/*.7; do
         cmp -s "$p" "$prefix/share/man/man${p##*.}/${p##*/}" || exit 1; done' "$WORK/install.log"
 make -s install PREFIX=/opt/usmc DESTDIR="$WORK/dest" >"$WORK/destdir.log" 2>&1
@@ -44,6 +45,14 @@ check "example builds with pkg-config" \
     'cc -std=c11 -Wall -Wextra -Werror examples/smc_echo.c $(pkg-config --cflags --libs usmc) \
         -o "$ECHO" 2>"$WORK/cc.log"' "$WORK/cc.log"
 check "it uses the installed library" 'ldd "$ECHO" | grep -q "$prefix/lib/libusmc.so"'
+# Linked the wrong way round, the program calls the C library directly: usmc says why, and
+# the program sees what the C library says (no crash in the library's constructor).
+cc -std=c11 examples/smc_echo.c -Wl,--no-as-needed -lc $(pkg-config --cflags --libs usmc) \
+    -o "$WORK/smc_echo_lc_first" 2>"$WORK/cc.log"
+"$WORK/smc_echo_lc_first" client 127.0.0.1 1 1 >"$WORK/lc_first.log" 2>&1
+rc=$?
+check "linked after the C library: a message, the program goes on" \
+    '[ "$rc" = 1 ] && grep -q "link order" "$WORK/lc_first.log"' "$WORK/lc_first.log"
 
 rd=$(fresh_rundir)
 out=$(echo_pair "$rd" 127.0.0.1 127.0.0.1 $BYTES)
@@ -51,7 +60,8 @@ echo "$out" >"$WORK/out.log"
 check "IPPROTO_SMC echo is exact" '[ "$out" = "ok $BYTES" ]' "$WORK/out.log"
 "$USMC" stats --rundir "$rd" >"$WORK/stats.log"
 check "IPPROTO_SMC went through shared memory" \
-    '[ "$(stat_of "$rd" conn_accelerated)" -ge 2 ] && [ "$(stat_of "$rd" bytes_sent_shm)" -ge $((2 * BYTES)) ] &&
+    '[ "$(stat_of "$rd" conn_accelerated)" -ge 2 ] &&
+     [ "$(stat_of "$rd" bytes_sent_shm)" -ge $((2 * BYTES)) ] &&
      [ "$(stat_of "$rd" bytes_recv_shm)" -ge $((2 * BYTES)) ]' "$WORK/stats.log"
 
 rd=$(fresh_rundir)

@@ -54,7 +54,8 @@ pair "client excludes its own address" "" "--rule 'exclude local 127.0.0.1'" 0.0
 counters "client excludes its own address" 0 1 1
 
 port=$(pick_port)
-ECHO_PORT=$port pair "listener excluded by port" "--rule 'exclude port $port'" "" 127.0.0.1 127.0.0.1
+ECHO_PORT=$port pair "listener excluded by port" "--rule 'exclude port $port'" "" \
+    127.0.0.1 127.0.0.1
 counters "listener excluded by port" 0 1 1
 check "listener excluded by port: not registered, its client finds no usmc" \
     '[ "$(stat_of "$rd" fallback_peer_not_usmc)" = 1 ]'
@@ -96,8 +97,13 @@ pair "smc-only, IPPROTO_SMC sockets" "--rule smc-only" "--rule smc-only" 127.0.0
 counters "smc-only, IPPROTO_SMC sockets" 2 0 0
 
 # A policy file, with comments and ';', and a default it sets.
-printf '# test policy\nexclude peer 10.0.0.0/8; exclude comm sshd\n\ninclude port 1-65535 proto tcp\nnone\n' \
-    >"$WORK/good.policy"
+cat >"$WORK/good.policy" <<'POLICY'
+# test policy
+exclude peer 10.0.0.0/8; exclude comm sshd
+
+include port 1-65535 proto tcp
+none
+POLICY
 pair "policy file" "--policy $WORK/good.policy" "--policy $WORK/good.policy" 127.0.0.1 127.0.0.1
 counters "policy file" 2 0 0
 pair "policy file, IPPROTO_SMC under default none" "--policy $WORK/good.policy" \
@@ -119,8 +125,8 @@ rejected() {
     rm -f "$WORK/ran"
     "$USMC" run "$@" -- touch "$WORK/ran" 2>"$WORK/err.log"
     rc=$?
-    check "rejected: $name" '[ "$rc" = 2 ] && [ ! -e "$WORK/ran" ] && grep -qF -- "$want" "$WORK/err.log"' \
-        "$WORK/err.log"
+    check "rejected: $name" \
+        '[ "$rc" = 2 ] && [ ! -e "$WORK/ran" ] && grep -qF -- "$want" "$WORK/err.log"' "$WORK/err.log"
 }
 printf 'include port 80\n\nexclude peer 10.0.0.0/33\n' >"$WORK/bad.policy"
 rejected "policy file, line named" "$WORK/bad.policy:3: exclude peer 10.0.0.0/33:" \
@@ -138,8 +144,8 @@ USMC_POLICY='include; exclude port x' rejected "USMC_POLICY" "USMC_POLICY:1: exc
 USMC_RING_SIZE=3G rejected "USMC_RING_SIZE" "USMC_RING_SIZE=3G"
 "$USMC" run --rule 2>"$WORK/err.log"
 rc=$?
-check "rejected: option without its value" '[ "$rc" = 2 ] && grep -qF -- "--rule needs a value" "$WORK/err.log"' \
-    "$WORK/err.log"
+check "rejected: option without its value" \
+    '[ "$rc" = 2 ] && grep -qF -- "--rule needs a value" "$WORK/err.log"' "$WORK/err.log"
 
 # The library on its own: a bad USMC_POLICY (here in a program linked with -lusmc, which no
 # usmc run checked) gives one message per process, and the program runs on plain TCP.

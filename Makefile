@@ -28,8 +28,8 @@ CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
 
 CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c)
 LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
-TOOLSRC := $(wildcard src/tools/*.c) src/core/addr.c src/core/config.c src/core/decline.c \
-	src/core/policy.c src/core/stats.c src/core/sys.c
+TOOLSRC := $(wildcard src/tools/*.c) $(addprefix src/core/,addr.c config.c decline.c policy.c \
+	procfile.c regentry.c stats.c sys.c)
 
 LIBOBJ := $(LIBSRC:%.c=$(BUILD)/obj/%.o)
 TOOLOBJ := $(TOOLSRC:%.c=$(BUILD)/obj/tool/%.o)

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     build-essential make gcc clang libclang-rt-14-dev
     sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached
-    iproute2 iptables procps psmisc python3 python3-matplotlib pkg-config
+    iproute2 iptables procps psmisc python3 python3-matplotlib python3-jsonschema pkg-config
 )
 
 missing=()

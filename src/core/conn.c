@@ -21,6 +21,7 @@
 #include "hooks.h"
 #include "registry.h"
 #include "segment.h"
+#include "socktab.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -211,6 +212,14 @@ static uint64_t ring_for(int requested, uint64_t dflt)
 	return p;
 }
 
+/* The socket is plain TCP from now on: counted and published with its reason. */
+static void fell_back(struct usock *s, int fd, enum decline why)
+{
+	atomic_store(&s->mode, MODE_PLAIN);
+	stat_fallback(s->server ? SIDE_SERVER : SIDE_CLIENT, why);
+	socktab_fell_back(fd, s, why);
+}
+
 /* ------------------------------------------------------------ connect */
 
 int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t len)
@@ -270,6 +279,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		shm_teardown(s, 0);
 		atomic_store(&s->mode, MODE_NEW);
 	}
+	socktab_note(fd, s);
 	errno = e;
 	return r;
 plain:
@@ -277,10 +287,8 @@ plain:
 		lgr_put(g);
 	r = real.connect(fd, addr, len);
 	e = errno;
-	if (r == 0 || e == EINPROGRESS || e == EINTR) {
-		atomic_store(&s->mode, MODE_PLAIN);
-		stat_fallback(why);
-	}
+	if (r == 0 || e == EINPROGRESS || e == EINTR)
+		fell_back(s, fd, why);
 	errno = e;
 	return r;
 }
@@ -318,8 +326,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->server = 1;
 	s->connected = 1;
 	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, bells, &id) != 1) {
-		atomic_store(&s->mode, MODE_PLAIN);
-		stat_fallback(DECL_NO_PROPOSAL);
+		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;
 	}
 	s->seg = loc;
@@ -339,13 +346,13 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	if (!st || !atomic_compare_exchange_strong(&loc.hdr->state, &st, SEG_ATTACHED)) {
 		/* The client gave up before we came (or the segment is garbage). */
 		shm_teardown(s, 0);
-		atomic_store(&s->mode, MODE_PLAIN);
-		stat_fallback(st ? DECL_TIMEOUT : why);
+		fell_back(s, fd, st ? DECL_TIMEOUT : why);
 		return;
 	}
 	rings_setup(s);
 	atomic_store(&s->mode, MODE_SHM);
-	stat_add(STAT_CONN_ACCEL, 1);
+	stat_accel(SIDE_SERVER, s->tx.size, s->rx.size);
+	socktab_note(fd, s);
 	/* The client may already sleep for data or for room in its pending window. */
 	notify_data(s);
 	notify_space(s);
@@ -365,7 +372,7 @@ int conn_listen(struct usock *s, int fd, int backlog)
 		return r;
 	if (!admit_listen(s, (struct sockaddr *)&ss)) {
 		atomic_store(&s->mode, MODE_PLAIN);
-		stat_fallback(DECL_POLICY);
+		stat_fallback(SIDE_SERVER, DECL_POLICY);
 		return r;
 	}
 	if (s->family == AF_INET6)
@@ -379,12 +386,13 @@ int conn_listen(struct usock *s, int fd, int backlog)
 	s->bound = ss;
 	s->registered = 1;
 	atomic_store(&s->mode, MODE_LISTEN);
+	socktab_note(fd, s);
 	return r;
 }
 
 /* ------------------------------------------------------------ pending */
 
-static void become_shm(struct usock *s)
+static void become_shm(struct usock *s, int fd)
 {
 	struct lgr *g = s->seg.lgr;
 
@@ -397,7 +405,8 @@ static void become_shm(struct usock *s)
 	pthread_mutex_unlock(&g->lock);
 	s->tx.cap = s->tx.size;
 	atomic_store(&s->mode, MODE_SHM);
-	stat_add(STAT_CONN_ACCEL, 1);
+	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
+	socktab_note(fd, s);
 }
 
 static int send_all_plain(int fd, const unsigned char *p, size_t n)
@@ -425,8 +434,7 @@ static void client_fall_back(struct usock *s, int fd, enum decline why)
 	send_all_plain(fd, s->tx.data, s->tx.pos);
 	lgr_withdraw(s->seg.lgr, s->conn_id);
 	shm_teardown(s, 0);
-	atomic_store(&s->mode, MODE_PLAIN);
-	stat_fallback(why);
+	fell_back(s, fd, why);
 	epoll_sock_fallback(s, fd);
 }
 
@@ -447,7 +455,7 @@ void conn_pending_check(struct usock *s, int fd)
 	}
 	uint32_t st = atomic_load_explicit(&s->seg.hdr->state, memory_order_acquire);
 	if (st == SEG_ATTACHED) {
-		become_shm(s);
+		become_shm(s, fd);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
@@ -471,7 +479,7 @@ void conn_pending_check(struct usock *s, int fd)
 		if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
 			client_fall_back(s, fd, (enum decline)why);
 		else if (st == SEG_ATTACHED)
-			become_shm(s);
+			become_shm(s, fd);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -874,6 +882,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 
 	if (flags & MSG_OOB) {
 		/* Urgent data has no place in a byte ring. */
+		stat_add(STAT_OOB_CALLS, 1);
 		errno = EOPNOTSUPP;
 		return -1;
 	}
@@ -963,6 +972,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 	int peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
 
 	if (flags & MSG_OOB) {
+		stat_add(STAT_OOB_CALLS, 1);
 		errno = EINVAL; /* as TCP says when no urgent byte is pending */
 		return -1;
 	}
@@ -1173,6 +1183,7 @@ int conn_close(struct usock *s, int fd)
 	int m = mode_of(s);
 	uint64_t avail = 0;
 
+	socktab_closed(fd);
 	if (m == MODE_LISTEN) {
 		conn_listener_closed(s, 0);
 		return 0;
@@ -1366,6 +1377,7 @@ struct usock *conn_import(const struct conn_export *in)
 	s->sndbuf = x.sndbuf;
 	s->rcvbuf = x.rcvbuf;
 	atomic_store(&s->mode, MODE_SHM);
+	socktab_note(x.fd, s);
 	return s;
 fail:
 	conn_export_close(&x);

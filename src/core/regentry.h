@@ -23,4 +23,16 @@ int regentry_parse(const char *target, struct regentry *e);
 /* Whether the listener accepts on dst's address (the port is not looked at). */
 int regentry_accepts(const struct regentry *e, const struct addr *dst);
 
+/* How an entry answers a client in network namespace netns connecting to dst
+ * (the address it reaches: addr_reached()). */
+enum reg_verdict {
+	REG_OK,            /* e names the listener to propose to */
+	REG_MALFORMED,     /* the text names no control socket */
+	REG_AMBIGUOUS,     /* several processes listen on the port */
+	REG_NETNS,         /* a loopback address, but the listener is in another namespace */
+	REG_ADDRESS,       /* the listener does not accept on dst's address */
+};
+enum reg_verdict regentry_judge(const char *target, const struct addr *dst, unsigned long netns,
+				struct regentry *e);
+
 #endif

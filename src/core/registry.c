@@ -277,16 +277,14 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	if (n <= 0)
 		return -1;
 	t[n] = 0;
-	if (t[0] == '!' || ambiguous(dst)) {
+	addr_from_sockaddr(&d, dst);
+	addr_reached(&d);
+	enum reg_verdict v = regentry_judge(t, &d, my_netns, &e);
+	if (v == REG_AMBIGUOUS || ambiguous(dst)) {
 		*why = DECL_AMBIGUOUS;
 		return -1;
 	}
-	if (regentry_parse(t, &e) < 0)
-		return -1;
-	addr_from_sockaddr(&d, dst);
-	addr_reached(&d);
-	/* Loopback addresses only reach listeners in our own network namespace. */
-	if (!regentry_accepts(&e, &d) || (addr_is_loopback(&d) && e.netns != my_netns))
+	if (v != REG_OK)
 		return -1;
 	if ((unsigned)snprintf(path, len, "%s/%s", cfg.rundir, e.name) >= len)
 		return -1;

@@ -1,21 +1,18 @@
 #include "stats.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "config.h"
-#include "sys.h"
+#include "clc.h"
+#include "procfile.h"
+
+_Static_assert(CLC_RING_MAX / CLC_RING_MIN == 1u << (STAT_RING_BUCKETS - 1),
+	       "one histogram bucket per ring size");
 
 static struct stats_file fallback_counts;
 static struct stats_file *_Atomic mapped;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const names[STAT_FALLBACK_REASON] = {
+static const char *const names[STAT_SIDE] = {
 	[STAT_CONN_ACCEL] = "conn_accelerated",
 	[STAT_CONN_FALLBACK] = "conn_fallback",
 	[STAT_CONN_ABORT] = "conn_aborted",
@@ -26,40 +23,37 @@ static const char *const names[STAT_FALLBACK_REASON] = {
 	[STAT_RECV_CALLS] = "recv_calls_shm",
 	[STAT_RING_FULL] = "ring_full",
 	[STAT_DOORBELLS] = "doorbells",
+	[STAT_PEEK_CALLS] = "peek_calls",
+	[STAT_OOB_CALLS] = "urgent_calls",
+	[STAT_SENDFILE_CALLS] = "sendfile_calls",
+	[STAT_SPLICE_CALLS] = "splice_calls",
 };
 
 const char *stat_name(enum stat_id id)
 {
-	return id < STAT_FALLBACK_REASON ? names[id] : NULL;
+	return id < STAT_SIDE ? names[id] : NULL;
+}
+
+unsigned stat_ring_bucket(uint64_t size)
+{
+	unsigned b = 0;
+
+	while (b + 1 < STAT_RING_BUCKETS && ((uint64_t)CLC_RING_MIN << b) < size)
+		b++;
+	return b;
 }
 
 static struct stats_file *stats_map(void)
 {
-	char path[4096];
-	uint32_t rnd = 0;
-	struct stats_file *f = &fallback_counts;
+	int lock_fd;
+	struct stats_file *f = procfile_create("stats", sizeof(struct stats_file), &lock_fd);
 
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
-		rnd = (uint32_t)sys_now_ns();
-	if (snprintf(path, sizeof(path), "%s/stats", cfg.rundir) >= (int)sizeof(path) ||
-	    config_rundir_ready() < 0)
-		return f;
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/stats/%d-%08x", cfg.rundir, (int)getpid(), rnd);
-	int fd = real.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return f;
-	if (ftruncate(fd, sizeof(struct stats_file)) == 0) {
-		void *p = mmap(NULL, sizeof(struct stats_file), PROT_READ | PROT_WRITE, MAP_SHARED,
-			       fd, 0);
-		if (p != MAP_FAILED) {
-			f = p;
-			f->nstats = STAT_MAX;
-			f->version = STATS_VERSION;
-			atomic_store(&f->magic, STATS_MAGIC);
-		}
-	}
-	real.close(fd);
+	if (!f)
+		return &fallback_counts;
+	/* The lock's descriptor stays open for as long as the process lives. */
+	f->nstats = STAT_MAX;
+	f->version = STATS_VERSION;
+	atomic_store(&f->magic, STATS_MAGIC);
 	return f;
 }
 
@@ -79,8 +73,18 @@ void stat_add(enum stat_id id, uint64_t n)
 	atomic_fetch_add_explicit(&f->v[id], n, memory_order_relaxed);
 }
 
-void stat_fallback(enum decline reason)
+void stat_fallback(enum stat_side side, enum decline reason)
 {
 	stat_add(STAT_CONN_FALLBACK, 1);
 	stat_add((enum stat_id)(STAT_FALLBACK_REASON + reason), 1);
+	stat_add(stat_side_id(side, SIDE_FALLBACK), 1);
+	stat_add(stat_side_id(side, (enum side_stat)(SIDE_REASON + reason)), 1);
+}
+
+void stat_accel(enum stat_side side, uint64_t tx_size, uint64_t rx_size)
+{
+	stat_add(STAT_CONN_ACCEL, 1);
+	stat_add(stat_side_id(side, SIDE_ACCEL), 1);
+	stat_add(stat_side_id(side, (enum side_stat)(SIDE_RING_TX + stat_ring_bucket(tx_size))), 1);
+	stat_add(stat_side_id(side, (enum side_stat)(SIDE_RING_RX + stat_ring_bucket(rx_size))), 1);
 }

@@ -1,6 +1,7 @@
 /* Per-process counters in a small file under <rundir>/stats/, mapped shared so
  * that `usmc stats` can sum them while the process runs and after it exits, and
- * so that a forked child keeps adding to the same totals. */
+ * so that a forked child keeps adding to the same totals. The file stays until
+ * `usmc stats reset`; the process holds a lock on it while it lives (procfile.h). */
 #ifndef USMC_STATS_H
 #define USMC_STATS_H
 
@@ -9,9 +10,26 @@
 
 #include "decline.h"
 
+/* Ring sizes are powers of two from 4 KiB to 64 MiB (CLC_RING_MIN..CLC_RING_MAX). */
+#define STAT_RING_BUCKETS 15
+
+enum stat_side { SIDE_CLIENT, SIDE_SERVER, SIDE_MAX };
+
+/* What each side (the connecting one, the accepting one) counts for itself. */
+enum side_stat {
+	SIDE_ACCEL,
+	SIDE_FALLBACK,
+	SIDE_REASON,                              /* DECL_MAX counters */
+	SIDE_RING_TX = SIDE_REASON + DECL_MAX,    /* STAT_RING_BUCKETS: rings this end writes */
+	SIDE_RING_RX = SIDE_RING_TX + STAT_RING_BUCKETS, /* ...and reads */
+	SIDE_STATS = SIDE_RING_RX + STAT_RING_BUCKETS
+};
+
+/* The first ids keep their numbers from one version to the next: tests and
+ * older readers look them up by index. */
 enum stat_id {
-	STAT_CONN_ACCEL,
-	STAT_CONN_FALLBACK,
+	STAT_CONN_ACCEL,       /* both sides */
+	STAT_CONN_FALLBACK,    /* both sides */
 	STAT_CONN_ABORT,       /* accelerated connections aborted on corrupt shared state */
 	STAT_HANDSHAKE_ERR,    /* malformed or unusable control messages */
 	STAT_BYTES_SENT,
@@ -20,12 +38,18 @@ enum stat_id {
 	STAT_RECV_CALLS,
 	STAT_RING_FULL,        /* a writer found the peer's ring full */
 	STAT_DOORBELLS,        /* doorbells rung */
-	STAT_FALLBACK_REASON,  /* DECL_MAX counters follow */
-	STAT_MAX = STAT_FALLBACK_REASON + DECL_MAX
+	STAT_FALLBACK_REASON,  /* DECL_MAX counters follow, both sides */
+	/* Calls on accelerated sockets that shared memory serves its own way. */
+	STAT_PEEK_CALLS = STAT_FALLBACK_REASON + DECL_MAX,
+	STAT_OOB_CALLS,        /* urgent data asked for (MSG_OOB): refused as TCP would */
+	STAT_SENDFILE_CALLS,
+	STAT_SPLICE_CALLS,
+	STAT_SIDE,             /* SIDE_STATS counters per side, client first */
+	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 1u
+#define STATS_VERSION 2u
 
 struct stats_file {
 	uint64_t magic;
@@ -34,11 +58,22 @@ struct stats_file {
 	_Atomic uint64_t v[STAT_MAX];
 };
 
+/* The name of a counter below STAT_FALLBACK_REASON or among the calls. */
 const char *stat_name(enum stat_id id);
+
+static inline enum stat_id stat_side_id(enum stat_side side, enum side_stat k)
+{
+	return (enum stat_id)(STAT_SIDE + side * SIDE_STATS + k);
+}
+
+/* The bucket of a ring size: 4 KiB is 0, each doubling one more. */
+unsigned stat_ring_bucket(uint64_t size);
 
 /* Adds to this process's counters; maps the file on first use. Never fails
  * visibly: without a runtime directory the counts are kept in memory only. */
 void stat_add(enum stat_id id, uint64_t n);
-void stat_fallback(enum decline reason);
+void stat_fallback(enum stat_side side, enum decline reason);
+/* A connection attached, with the rings this end writes and reads. */
+void stat_accel(enum stat_side side, uint64_t tx_size, uint64_t rx_size);
 
 #endif

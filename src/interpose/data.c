@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../core/conn.h"
+#include "../core/stats.h"
 #include "../core/sys.h"
 #include "fdpass.h"
 #include "fdtab.h"
@@ -38,10 +39,19 @@ static ssize_t done(struct usock *s, ssize_t r)
 	return r;
 }
 
+/* A read that only looks: counted where applications ask for it (splice peeks
+ * for itself). */
+static int peeking(int flags)
+{
+	if (flags & MSG_PEEK)
+		stat_add(STAT_PEEK_CALLS, 1);
+	return flags;
+}
+
 static ssize_t recv1(struct usock *s, int fd, void *buf, size_t n, int flags)
 {
 	struct iovec iov = {buf, n};
-	return done(s, conn_recv(s, fd, &iov, 1, flags));
+	return done(s, conn_recv(s, fd, &iov, 1, peeking(flags)));
 }
 
 static ssize_t send1(struct usock *s, int fd, const void *buf, size_t n, int flags)
@@ -158,7 +168,7 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	ssize_t r = done(s, conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen, flags));
+	ssize_t r = done(s, conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen, peeking(flags)));
 	if (r >= 0) {
 		m->msg_namelen = 0;
 		m->msg_controllen = 0;
@@ -193,7 +203,8 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 		int f = flags & ~MSG_WAITFORONE;
 		if (i && (flags & MSG_WAITFORONE))
 			f |= MSG_DONTWAIT;
-		ssize_t r = conn_recv(s, fd, v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen, f);
+		ssize_t r = conn_recv(s, fd, v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen,
+				      peeking(f));
 		if (r < 0)
 			break;
 		v[i].msg_len = (unsigned int)r;
@@ -232,6 +243,7 @@ ssize_t sendfile(int out, int in, off_t *off, size_t count)
 
 	if (!s)
 		return real.sendfile(out, in, off, count);
+	stat_add(STAT_SENDFILE_CALLS, 1);
 	while (total < count) {
 		size_t want = count - total < sizeof(buf) ? count - total : sizeof(buf);
 		ssize_t r = off ? pread(in, buf, want, *off + (off_t)total) : real.read(in, buf, want);
@@ -278,6 +290,7 @@ ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, uns
 
 	if (!si && !so)
 		return real.splice(in, off_in, out, off_out, len, flags);
+	stat_add(STAT_SPLICE_CALLS, 1);
 	if (len > sizeof(buf))
 		len = sizeof(buf);
 	if (si) {

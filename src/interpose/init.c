@@ -10,6 +10,7 @@
 #include "../core/admit.h"
 #include "../core/config.h"
 #include "../core/lgr.h"
+#include "../core/socktab.h"
 #include "../core/sys.h"
 #include "fdtab.h"
 
@@ -32,10 +33,19 @@ static void atfork_prepare(void)
 	fdtab_foreach(prepare_one);
 }
 
+/* The child's socket table starts with what it inherited. */
+static void publish_one(int fd, struct obj *o)
+{
+	if (o->kind == OBJ_SOCK)
+		socktab_note(fd, (struct usock *)o);
+}
+
 static void atfork_child(void)
 {
 	lgr_atfork_child();
 	conn_atfork_child();
+	socktab_atfork_child();
+	fdtab_foreach(publish_one);
 }
 
 /* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */

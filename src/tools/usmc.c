@@ -13,6 +13,9 @@ static const char overview[] =
 	"commands:\n"
 	"  run    execute a program with its TCP connections accelerated\n"
 	"  stats  print the counters of every process that used the runtime directory\n"
+	"  ss     list the sockets of running processes under usmc: accelerated, fallen\n"
+	"         back to TCP (and why), listening\n"
+	"  check  tell whether a connection to HOST:PORT would be accelerated, and if not, why\n"
 	"\n"
 	"`usmc COMMAND --help` describes a command; man usmc(1) and usmc(7) say more.\n";
 
@@ -37,14 +40,66 @@ static const char run_usage[] =
 	"  -h, --help            print this help\n";
 
 static const char stats_usage[] =
-	"usage: usmc stats [--rundir DIR] [reset]\n"
+	"usage: usmc stats [--rundir DIR] [--json] [reset]\n"
 	"\n"
-	"Print `name value` lines: the counters of every process that used the runtime\n"
-	"directory, summed, also after they exited. `reset` clears them.\n"
+	"Sums the counters of every process of yours that used the runtime directory, running\n"
+	"or exited, and prints one `name value` line per counter:\n"
+	"  conn_accelerated, conn_fallback    connections through shared memory / plain TCP\n"
+	"  conn_aborted, handshake_errors     broken shared state, bad control messages\n"
+	"  bytes_sent_shm, bytes_recv_shm     bytes through shared memory\n"
+	"  send_calls_shm, recv_calls_shm     calls that moved them\n"
+	"  ring_full, doorbells               writers that found the ring full, wake-ups\n"
+	"  fallback_REASON                    fallbacks for each reason seen\n"
+	"  peek_calls, urgent_calls           MSG_PEEK and MSG_OOB calls on accelerated sockets\n"
+	"  sendfile_calls, splice_calls       sendfile and splice calls on them\n"
+	"then the same split by side, SIDE being client (connecting) or server (accepting):\n"
+	"  SIDE_conn_accelerated, SIDE_conn_fallback\n"
+	"  SIDE_fallback_REASON               most frequent first\n"
+	"  SIDE_ring_tx_SIZE, SIDE_ring_rx_SIZE  rings written / read, by size (4K...64M)\n"
+	"Lines for reasons and ring sizes never counted are left out.\n"
 	"\n"
-	"options:\n"
-	"  --rundir DIR  runtime directory; default $USMC_RUNDIR, else\n"
-	"                $XDG_RUNTIME_DIR/usmc, else /tmp/usmc-UID\n"
+	"  reset         zero the counters (your own processes' only; files of exited\n"
+	"                processes are removed)\n"
+	"  --json        print one JSON object instead (docs/schema/usmc-stats.schema.json)\n"
+	"  --rundir DIR  runtime directory; default $USMC_RUNDIR, else $XDG_RUNTIME_DIR/usmc,\n"
+	"                else /tmp/usmc-UID\n"
+	"  -h, --help    print this help\n";
+
+static const char ss_usage[] =
+	"usage: usmc ss [--rundir DIR] [-a|-l] [-d] [--json]\n"
+	"\n"
+	"Lists the TCP sockets of running processes under usmc in the runtime directory, one\n"
+	"line each: TCP state, owner, process, socket inode, local and peer address, and mode:\n"
+	"SMCD (through shared memory), PENDING (proposed, not attached yet), or TCP with the\n"
+	"SMC decline code and name of the reason it fell back. Listening sockets show SMCD.\n"
+	"\n"
+	"  -a, --all        list listening sockets too\n"
+	"  -l, --listening  list listening sockets only\n"
+	"  -d, --debug      add each connection's side, connection id, ring sizes, ring\n"
+	"                   cursors (read live from its shared segment) and ring flags\n"
+	"  --json           print one JSON object instead (docs/schema/usmc-ss.schema.json)\n"
+	"  --rundir DIR     runtime directory; default $USMC_RUNDIR, else\n"
+	"                   $XDG_RUNTIME_DIR/usmc, else /tmp/usmc-UID\n"
+	"  -h, --help       print this help\n";
+
+static const char check_usage[] =
+	"usage: usmc check [--rundir DIR] [--no-connect] [--json] HOST:PORT\n"
+	"       usmc check [--rundir DIR] [--no-connect] [--json] [IPV6]:PORT\n"
+	"\n"
+	"Tells whether a TCP connection from here to HOST:PORT would go through shared memory\n"
+	"and, if not, why: no listener under usmc on the port in this runtime directory (the\n"
+	"server runs without usmc, or in another trust domain), a listener in another network\n"
+	"namespace, or one that does not accept on that address (another address, NAT), several\n"
+	"processes accepting on the port, or a listener that is gone. Then it connects for real\n"
+	"under the library, as a client would, and reports the outcome (counted in\n"
+	"`usmc stats` like any connection), with the SMC decline code when it fell back.\n"
+	"\n"
+	"Exit status: 0 accelerated, 1 not accelerated (or no connection), 2 usage error.\n"
+	"\n"
+	"  --no-connect  only consult the registry, make no connection\n"
+	"  --json        print one JSON object instead (docs/schema/usmc-check.schema.json)\n"
+	"  --rundir DIR  runtime directory; default $USMC_RUNDIR, else $XDG_RUNTIME_DIR/usmc,\n"
+	"                else /tmp/usmc-UID\n"
 	"  -h, --help    print this help\n";
 
 static const struct command {
@@ -54,6 +109,8 @@ static const struct command {
 } commands[] = {
 	{"run", cmd_run, run_usage},
 	{"stats", cmd_stats, stats_usage},
+	{"ss", cmd_ss, ss_usage},
+	{"check", cmd_check, check_usage},
 };
 
 static const char *current_usage = overview;
@@ -68,6 +125,16 @@ _Noreturn void help_exit(void)
 {
 	fputs(current_usage, stdout);
 	exit(0);
+}
+
+int opt_rundir(int argc, char **argv, int *i)
+{
+	if (strcmp(argv[*i], "--rundir"))
+		return 0;
+	if (*i + 1 >= argc)
+		die_usage();
+	setenv("USMC_RUNDIR", argv[++*i], 1);
+	return 1;
 }
 
 int is_help(const char *arg)

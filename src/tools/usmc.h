@@ -8,7 +8,13 @@ _Noreturn void die_usage(void);
 _Noreturn void help_exit(void);
 int is_help(const char *arg);
 
+/* Subcommands' option parsing: consumes `--rundir DIR` at argv[*i] (setting
+ * USMC_RUNDIR) and returns 1, or returns 0 for anything else. */
+int opt_rundir(int argc, char **argv, int *i);
+
 int cmd_run(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_ss(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -146,7 +146,9 @@ void socktab_atfork_child(void)
 {
 	struct socktab_hdr *t = atomic_load(&table);
 
-	/* The child starts its own table at its first state change. */
+	/* The child starts its own table at its first state change. Publishing
+	 * what it inherited here would cost every fork (most are followed by an
+	 * exec) a file and a system call per socket. */
 	if (t)
 		munmap(t, table_bytes);
 	if (lock_fd >= 0)
@@ -154,4 +156,6 @@ void socktab_atfork_child(void)
 	lock_fd = -1;
 	tried = 0;
 	atomic_store(&table, NULL);
+	/* Another thread of the parent may have held it at fork(). */
+	pthread_mutex_init(&map_lock, NULL);
 }

@@ -10,7 +10,11 @@
  * attach, fallback, close) under the slot's sequence word, odd while it writes;
  * a reader copies the slot and keeps the copy only if the word was even and
  * unchanged around it. Ring cursors are not copied here: a reader wanting them
- * maps the connection's segment through the arena descriptor the slot names. */
+ * maps the connection's segment through the arena descriptor the slot names.
+ *
+ * A forked child publishes its sockets from their next state change on; those
+ * it inherited stay listed under the parent for as long as the parent holds
+ * them. An exec'd program publishes the connections it takes over. */
 #ifndef USMC_SOCKTAB_H
 #define USMC_SOCKTAB_H
 

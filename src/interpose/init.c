@@ -33,19 +33,11 @@ static void atfork_prepare(void)
 	fdtab_foreach(prepare_one);
 }
 
-/* The child's socket table starts with what it inherited. */
-static void publish_one(int fd, struct obj *o)
-{
-	if (o->kind == OBJ_SOCK)
-		socktab_note(fd, (struct usock *)o);
-}
-
 static void atfork_child(void)
 {
 	lgr_atfork_child();
 	conn_atfork_child();
 	socktab_atfork_child();
-	fdtab_foreach(publish_one);
 }
 
 /* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */

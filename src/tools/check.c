@@ -16,6 +16,7 @@
 #include "../core/config.h"
 #include "../core/decline.h"
 #include "../core/regentry.h"
+#include "usmc/usmc.h"
 #include "json.h"
 #include "proctcp.h"
 #include "socks.h"
@@ -208,7 +209,8 @@ static int probe(const char *host, const char *port)
 
 	if (config_load() < 0 || getaddrinfo(host, port, &hints, &res))
 		return 2;
-	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* IPPROTO_SMC: accelerated even where USMC_SOCKETS=smc leaves plain ones alone. */
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_SMC);
 	if (fd < 0 || (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS)) {
 		printf("error %s\n", strerror(errno));
 		return 0;

@@ -121,8 +121,9 @@ static void ask_registry(const struct target *t, struct reg_report *r)
 			 "writable by others): nothing is accelerated in it", cfg.rundir);
 		return;
 	}
-	/* Where a connection policy decides which peers may be accelerated, its
-	 * verdict on this destination belongs here, before the registry's. */
+	/* The policy (usmc(7)) is not consulted here: the real connection applies
+	 * the client's rules and the server's, and reports a fallback for reason
+	 * `policy`. A registry-only verdict on the policy would go here. */
 	snprintf(lp, sizeof(lp), "%s/l-%u", cfg.rundir, port);
 	ssize_t n = readlink(lp, target, sizeof(target) - 1);
 	if (n <= 0) {
@@ -209,7 +210,7 @@ static int probe(const char *host, const char *port)
 
 	if (config_load() < 0 || getaddrinfo(host, port, &hints, &res))
 		return 2;
-	/* IPPROTO_SMC: accelerated even where USMC_SOCKETS=smc leaves plain ones alone. */
+	/* IPPROTO_SMC: how a client opts in, whatever the policy's default. */
 	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_SMC);
 	if (fd < 0 || (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS)) {
 		printf("error %s\n", strerror(errno));

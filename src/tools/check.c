@@ -15,8 +15,8 @@
 #include "../core/addr.h"
 #include "../core/config.h"
 #include "../core/decline.h"
+#include "../core/policy.h"
 #include "../core/regentry.h"
-#include "usmc/usmc.h"
 #include "json.h"
 #include "proctcp.h"
 #include "socks.h"
@@ -105,6 +105,37 @@ static int port_listened(unsigned port)
 	return found;
 }
 
+/* The client's side of the policy in USMC_POLICY (usmc(7)), judged for a
+ * plain TCP socket of a program under `usmc run` connecting to the target. A
+ * rule on the process name matches either way: the program is not known here.
+ * The server applies its own policy when it accepts; the probe shows that. */
+static int policy_excludes(const struct target *t, struct reg_report *r)
+{
+	static struct policy pol;
+	const char *v = getenv("USMC_POLICY");
+	char err[2048];
+	struct policy_sock q = {.known = POLICY_K_PEER};
+
+	if (!v || !*v)
+		return 0;
+	if (policy_parse_setting(&pol, v, err, sizeof(err)) < 0) {
+		r->verdict = "policy";
+		snprintf(r->detail, sizeof(r->detail),
+			 "USMC_POLICY is not valid, so the library keeps every socket on TCP: %.500s",
+			 err);
+		return 1;
+	}
+	addr_from_sockaddr(&q.peer, (const struct sockaddr *)&t->ss);
+	if (policy_admits(&pol, &q, POLICY_ALL))
+		return 0;
+	q.smc = 1;
+	r->verdict = "policy";
+	snprintf(r->detail, sizeof(r->detail),
+		 "USMC_POLICY keeps TCP sockets to %s port %s on TCP%s", t->numeric, t->port,
+		 policy_admits(&pol, &q, POLICY_ALL) ? " (IPPROTO_SMC sockets are admitted)" : "");
+	return 1;
+}
+
 static void ask_registry(const struct target *t, struct reg_report *r)
 {
 	char lp[4200], target[REGENTRY_LIST_MAX + 600], sock[4500];
@@ -121,9 +152,8 @@ static void ask_registry(const struct target *t, struct reg_report *r)
 			 "writable by others): nothing is accelerated in it", cfg.rundir);
 		return;
 	}
-	/* The policy (usmc(7)) is not consulted here: the real connection applies
-	 * the client's rules and the server's, and reports a fallback for reason
-	 * `policy`. A registry-only verdict on the policy would go here. */
+	if (policy_excludes(t, r))
+		return;
 	snprintf(lp, sizeof(lp), "%s/l-%u", cfg.rundir, port);
 	ssize_t n = readlink(lp, target, sizeof(target) - 1);
 	if (n <= 0) {
@@ -210,8 +240,8 @@ static int probe(const char *host, const char *port)
 
 	if (config_load() < 0 || getaddrinfo(host, port, &hints, &res))
 		return 2;
-	/* IPPROTO_SMC: how a client opts in, whatever the policy's default. */
-	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_SMC);
+	/* A plain TCP socket, as an unmodified program under `usmc run` makes. */
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS)) {
 		printf("error %s\n", strerror(errno));
 		return 0;

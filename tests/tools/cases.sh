@@ -201,6 +201,17 @@ case_check() {
     expect "nobody listens: status" "$RC" 1
     expect "nobody listens" "$(jget "$j" '(d["registry"]["verdict"], d["connection"]["result"])')" "('not_registered', 'error')"
 
+    # The policy: judged from the registry, then applied by the real connection.
+    USMC_POLICY="exclude port $PORT_accsrv" usmc_json check "$j" check --rundir "$RD" "127.0.0.1:$PORT_accsrv"
+    expect "policy: status" "$RC" 1
+    expect "policy" "$(jget "$j" '(d["registry"]["verdict"], d["connection"]["result"], d["connection"]["decline"]["name"])')" \
+        "('policy', 'fallback', 'policy')"
+    USMC_POLICY="include proto smc; default none" usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.1:$PORT_accsrv"
+    expect "policy for plain sockets only" "$(jget "$j" '(d["registry"]["verdict"], "IPPROTO_SMC sockets are admitted" in d["registry"]["detail"])')" \
+        "('policy', True)"
+    USMC_POLICY="exclude peer 10.0.0.0/8" usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.1:$PORT_accsrv"
+    expect "policy elsewhere" "$(jget "$j" 'd["registry"]["verdict"]')" registered
+
     usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.2:$PORT_accsrv"
     expect "another address: status" "$RC" 1
     expect "another address" "$(jget "$j" 'd["registry"]["verdict"]')" other_address

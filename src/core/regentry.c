@@ -1,7 +1,9 @@
 #include "regentry.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 int regentry_parse(const char *target, struct regentry *e)
 {
@@ -13,6 +15,23 @@ int regentry_parse(const char *target, struct regentry *e)
 	return 0;
 }
 
+/* Whether dst lies in ADDR/LEN, written into tok (which is cut at the '/'). */
+static int in_prefix(char *tok, char *slash, const struct addr *dst)
+{
+	struct addr a;
+	char *end;
+	unsigned long len = strtoul(slash + 1, &end, 10);
+
+	*slash = 0;
+	if (*end || end == slash + 1 || addr_parse(&a, tok) < 0 || a.family != dst->family ||
+	    len > (a.family == AF_INET ? 32u : 128u))
+		return 0;
+	unsigned full = (unsigned)len / 8, rest = (unsigned)len % 8;
+	if (memcmp(a.ip, dst->ip, full))
+		return 0;
+	return !rest || !((a.ip[full] ^ dst->ip[full]) & (0xff00u >> rest));
+}
+
 int regentry_accepts(const struct regentry *e, const struct addr *dst)
 {
 	char buf[REGENTRY_LIST_MAX];
@@ -22,7 +41,9 @@ int regentry_accepts(const struct regentry *e, const struct addr *dst)
 	buf[sizeof(buf) - 1] = 0;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		struct addr a;
-		if (addr_parse(&a, tok) == 0 && (a.port = dst->port, addr_equal(&a, dst)))
+		char *slash = strchr(tok, '/');
+		if (slash ? in_prefix(tok, slash, dst)
+			  : addr_parse(&a, tok) == 0 && (a.port = dst->port, addr_equal(&a, dst)))
 			return 1;
 	}
 	return 0;

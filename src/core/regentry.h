@@ -2,6 +2,9 @@
  *
  *   "<control socket name> <network namespace inode> <address>[,<address>...]"
  *
+ * where an address may be a prefix ADDR/LEN: a listener on the wildcard address
+ * accepts on the whole of 127.0.0.0/8, which its interface list shows as 127.0.0.1.
+ *
  * or "!ambiguous". Whoever can write the run directory can write it, so it is parsed
  * with suspicion: a name that could lead out of the run directory is refused. */
 #ifndef USMC_REGENTRY_H

@@ -104,6 +104,9 @@ static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_
 			continue;
 		addr_from_sockaddr(&x, i->ifa_addr);
 		addr_format(&x, s, sizeof(s));
+		/* Every 127.x.y.z reaches loopback's 127.0.0.1/8, and the listener. */
+		if (addr_is_loopback(&x) && x.family == AF_INET)
+			snprintf(s, sizeof(s), "127.0.0.0/8");
 		size_t l = strlen(s);
 		if (used + l + 2 >= len)
 			break;

@@ -103,13 +103,15 @@ stat_value() {
 }
 
 run_one() {
-    local name=$1 src=$here/$1.c bin=$out/$1 expect rundir rc_plain rc_usmc acc recv sent
+    local name=$1 src=$here/$1.c bin=$out/$1 expect fallbacks rundir rc_plain rc_usmc acc recv sent
     local plain=$out/$name.plain usmcout=$out/$name.usmc stats=$out/$name.stats
     if [ ! -e "$src" ]; then
         fail "$name" "no such program $src"
         return
     fi
     expect=$(sed -n 's/.*usmc-expect: *\([a-z][a-z ]*[a-z]\).*/\1/p' "$src" | head -n 1)
+    # Optional: exactly how many connections (both sides counted) fall back.
+    fallbacks=$(sed -n 's/.*usmc-fallbacks: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
     case $expect in
     "accelerated data" | accelerated | none) ;;
     *)
@@ -166,6 +168,10 @@ run_one() {
         fi
         if [ "$expect" = "accelerated data" ] && { [ "$sent" -le 0 ] || [ "$recv" -le 0 ]; }; then
             fail "$name" "bytes did not go through shared memory: bytes_sent_shm $sent, bytes_recv_shm $recv" "$stats"
+            return
+        fi
+        if [ -n "$fallbacks" ] && [ "$(stat_value conn_fallback "$stats")" -ne "$fallbacks" ]; then
+            fail "$name" "expected $fallbacks connections to fall back" "$stats"
             return
         fi
         ;;

@@ -1,7 +1,9 @@
 /* A listener on the wildcard address, and clients that connect to the wildcard address
  * (Linux takes 0.0.0.0 for 127.0.0.1 and :: for ::1, and sockperf's client does this by
- * default): each gets its 64 KiB echoed back, and both ends see loopback names.
- * usmc-expect: accelerated data */
+ * default), and one to 127.0.0.2, which loopback also reaches: each gets its 64 KiB echoed
+ * back, and both ends see loopback names.
+ * usmc-expect: accelerated data
+ * usmc-fallbacks: 0 */
 #include "common.h"
 
 #include <arpa/inet.h>
@@ -20,17 +22,20 @@ static int listen_any(int family, uint16_t *port)
     return fd;
 }
 
-static int connect_any(int family, uint16_t port)
+/* ipv4: the address, in host order, for an IPv4 connection (0: the wildcard). */
+static int connect_any(int family, uint16_t port, uint32_t ipv4)
 {
     struct sockaddr_storage ss = {0};
     socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     int fd = socket(family, SOCK_STREAM, 0);
 
     ss.ss_family = (sa_family_t)family;
-    if (family == AF_INET)
+    if (family == AF_INET) {
         ((struct sockaddr_in *)&ss)->sin_port = htons(port);
-    else
+        ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(ipv4);
+    } else {
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+    }
     CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&ss, len) == 0);
     return fd;
 }
@@ -39,8 +44,9 @@ static void client(void *arg)
 {
     uint16_t *ports = arg;
 
-    for (int i = 0; i < 2; i++) {
-        int fd = connect_any(i ? AF_INET6 : AF_INET, ports[i]);
+    for (int i = 0; i < 3; i++) {
+        int fd = i == 1 ? connect_any(AF_INET6, ports[1], 0)
+                        : connect_any(AF_INET, ports[0], i ? 0x7f000002 : 0);
         struct sockaddr_storage peer;
         socklen_t l = sizeof(peer);
         char name[64];
@@ -64,8 +70,8 @@ int main(void)
     int l4 = listen_any(AF_INET, &ports[0]);
     int l6 = listen_any(AF_INET6, &ports[1]);
     cf_spawn(client, ports);
-    for (int i = 0; i < 2; i++) {
-        int s = accept(i ? l6 : l4, NULL, NULL);
+    for (int i = 0; i < 3; i++) {
+        int s = accept(i == 1 ? l6 : l4, NULL, NULL);
         CHECK(s >= 0);
         printf("server %d echoed %zu\n", i, cf_echo_after_eof(s));
         close(s);

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -101,15 +100,10 @@ static void publish(int fd, const struct usock *s, enum decline why)
 {
 	struct socktab_hdr *t = table_get();
 	struct socktab_slot v = {.arena_fd = -1};
-	struct stat st;
 
 	if (!t || fd < 0 || (uint32_t)fd >= t->nslots)
 		return;
 	v.state = (uint8_t)state_of(atomic_load(&s->mode));
-	if (v.state != SOCKTAB_FREE && fstat(fd, &st) == 0)
-		v.inode = (uint64_t)st.st_ino;
-	else
-		v.state = SOCKTAB_FREE;
 	v.server = (uint8_t)(s->server != 0);
 	if (v.state == SOCKTAB_TCP)
 		v.decline = (uint8_t)why;

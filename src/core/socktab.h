@@ -3,8 +3,10 @@
  *
  *   struct socktab_hdr, then nslots struct socktab_slot, one per descriptor
  *   number: a socket's state is written where its descriptor is, so a slot needs
- *   no freeing; a slot naming a socket that was closed since is recognised by its
- *   inode, which the process no longer holds.
+ *   no freeing, and close() clears it. The reader learns the socket's inode from
+ *   /proc/PID/fd/N, which costs the process nothing on its connection path, and
+ *   skips a slot whose descriptor is no TCP socket any more (closed in a way the
+ *   library did not see, such as close_range()).
  *
  * The process writes a slot at each state change (connect, accept, listen,
  * attach, fallback, close) under the slot's sequence word, odd while it writes;
@@ -24,7 +26,7 @@
 #include "decline.h"
 
 #define SOCKTAB_MAGIC 0x4b4154534355534dull
-#define SOCKTAB_VERSION 1u
+#define SOCKTAB_VERSION 2u
 /* Descriptors beyond this are not published (the file is sparse: only slots
  * written take memory). */
 #define SOCKTAB_MAX_SLOTS (1u << 20)
@@ -54,13 +56,12 @@ struct socktab_slot {
 	uint8_t server;           /* the accepting end (listeners: 0) */
 	uint8_t decline;          /* enum decline, for SOCKTAB_TCP */
 	uint8_t reserved0;
-	uint64_t inode;           /* of the socket */
 	uint64_t conn_id;         /* within its link group */
 	uint32_t ring_size[2];    /* this end's: [0] it writes, [1] it reads */
 	int32_t arena_fd;         /* the process's descriptor of the segment's arena, or -1 */
 	uint32_t reserved1;
 	uint64_t seg_off;         /* of the segment in the arena */
-	uint64_t reserved2[2];
+	uint64_t reserved2[3];
 };
 
 _Static_assert(sizeof(struct socktab_hdr) == 64, "header layout");

@@ -148,46 +148,15 @@ void tcp_addr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
 	}
 }
 
-int proc_socket_inodes(pid_t pid, unsigned long **out, size_t *n)
+unsigned long proc_fd_socket(pid_t pid, int fd)
 {
-	char dir[64], path[128], link[64];
-	size_t cap = 0;
-	struct dirent *e;
+	char path[64], link[64];
+	unsigned long ino;
 
-	*out = NULL;
-	*n = 0;
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		unsigned long ino;
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		ssize_t l = readlink(path, link, sizeof(link) - 1);
-		if (l <= 0)
-			continue;
-		link[l] = 0;
-		if (sscanf(link, "socket:[%lu]", &ino) != 1)
-			continue;
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			unsigned long *na = realloc(*out, nc * sizeof(*na));
-			if (!na)
-				break;
-			*out = na;
-			cap = nc;
-		}
-		(*out)[(*n)++] = ino;
-	}
-	closedir(d);
-	if (*n)
-		qsort(*out, *n, sizeof(**out), cmp_ulong);
-	return 0;
-}
-
-int inode_in(const unsigned long *set, size_t n, unsigned long inode)
-{
-	return n && bsearch(&inode, set, n, sizeof(inode), cmp_ulong) != NULL;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	ssize_t l = readlink(path, link, sizeof(link) - 1);
+	if (l <= 0)
+		return 0;
+	link[l] = 0;
+	return sscanf(link, "socket:[%lu]", &ino) == 1 ? ino : 0;
 }

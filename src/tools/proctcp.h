@@ -29,9 +29,7 @@ const char *tcp_state_name(int state);
 /* ADDR:PORT, [ADDR6]:PORT, or * when unknown. */
 void tcp_addr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
 
-/* The socket inodes PID holds in its descriptor table, sorted; -1 if it cannot
- * be read (the process is gone). */
-int proc_socket_inodes(pid_t pid, unsigned long **out, size_t *n);
-int inode_in(const unsigned long *set, size_t n, unsigned long inode);
+/* The inode of the socket PID holds as descriptor fd; 0 if it holds none there. */
+unsigned long proc_fd_socket(pid_t pid, int fd);
 
 #endif

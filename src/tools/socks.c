@@ -35,7 +35,7 @@ int socks_slot(const struct socktab_hdr *h, uint32_t i, struct socktab_slot *out
 		if (atomic_load_explicit(seq, memory_order_relaxed) != a)
 			continue;
 		return out->state != SOCKTAB_FREE && out->state < SOCKTAB_STATES &&
-		       out->decline < DECL_MAX && out->inode;
+		       out->decline < DECL_MAX;
 	}
 	return 0;
 }

@@ -111,6 +111,7 @@ struct row {
 	pid_t pid;
 	int fd;
 	const char *comm;
+	unsigned long inode;
 	const struct socktab_slot *sl;
 	const struct tcp_entry *tcp;
 };
@@ -120,16 +121,16 @@ static void print_text(const struct opts *o, const struct row *r)
 	char la[64], pa[64], mode[64], uid[16];
 	const struct socktab_slot *sl = r->sl;
 
-	tcp_addr_format(r->tcp ? &r->tcp->local : &(struct sockaddr_storage){0}, la, sizeof(la));
-	tcp_addr_format(r->tcp ? &r->tcp->peer : &(struct sockaddr_storage){0}, pa, sizeof(pa));
-	snprintf(uid, sizeof(uid), r->tcp ? "%u" : "-", r->tcp ? r->tcp->uid : 0);
+	tcp_addr_format(&r->tcp->local, la, sizeof(la));
+	tcp_addr_format(&r->tcp->peer, pa, sizeof(pa));
+	snprintf(uid, sizeof(uid), "%u", r->tcp->uid);
 	if (sl->state == SOCKTAB_TCP)
 		snprintf(mode, sizeof(mode), "TCP 0x%08x %s", decline_code(sl->decline),
 			 decline_name(sl->decline));
 	else
 		snprintf(mode, sizeof(mode), "%s", mode_name(sl));
-	printf("%-11s %-6s %-7d %-15s %-9lu %-41s %-41s %s", r->tcp ? tcp_state_name(r->tcp->state) : "UNKNOWN",
-	       uid, (int)r->pid, r->comm, (unsigned long)sl->inode, la, pa, mode);
+	printf("%-11s %-6s %-7d %-15s %-9lu %-41s %-41s %s", tcp_state_name(r->tcp->state),
+	       uid, (int)r->pid, r->comm, r->inode, la, pa, mode);
 	if (o->debug && (sl->state == SOCKTAB_SHM || sl->state == SOCKTAB_PENDING)) {
 		struct seg_view v;
 		seg_read(r->pid, sl, &v);
@@ -162,19 +163,14 @@ static void print_json(const struct opts *o, const struct row *r)
 	char la[64], pa[64];
 	const struct socktab_slot *sl = r->sl;
 
-	tcp_addr_format(r->tcp ? &r->tcp->local : &(struct sockaddr_storage){0}, la, sizeof(la));
-	tcp_addr_format(r->tcp ? &r->tcp->peer : &(struct sockaddr_storage){0}, pa, sizeof(pa));
-	printf("%s\n  {\"state\": \"%s\", \"uid\": ", o->shown ? "," : "",
-	       r->tcp ? tcp_state_name(r->tcp->state) : "UNKNOWN");
-	if (r->tcp)
-		printf("%u", r->tcp->uid);
-	else
-		printf("null");
-	printf(", \"pid\": %d, \"process\": ", (int)r->pid);
+	tcp_addr_format(&r->tcp->local, la, sizeof(la));
+	tcp_addr_format(&r->tcp->peer, pa, sizeof(pa));
+	printf("%s\n  {\"state\": \"%s\", \"uid\": %u, \"pid\": %d, \"process\": ",
+	       o->shown ? "," : "", tcp_state_name(r->tcp->state), r->tcp->uid, (int)r->pid);
 	json_string(stdout, r->comm);
 	printf(", \"fd\": %d, \"inode\": %llu, \"local\": \"%s\", \"peer\": \"%s\", "
 	       "\"mode\": \"%s\", \"side\": \"%s\", \"decline\": ",
-	       r->fd, (unsigned long long)sl->inode, la, pa, mode_name(sl), side_name(sl));
+	       r->fd, (unsigned long long)r->inode, la, pa, mode_name(sl), side_name(sl));
 	if (sl->state == SOCKTAB_TCP)
 		printf("{\"code\": \"0x%08x\", \"name\": \"%s\"}", decline_code(sl->decline),
 		       decline_name(sl->decline));
@@ -228,8 +224,6 @@ static int show_process(struct procfile *f, void *arg)
 {
 	struct opts *o = arg;
 	const struct socktab_hdr *h = socks_table(f);
-	unsigned long *held;
-	size_t nheld;
 	struct tcp_table tcp;
 	char comm[64];
 
@@ -241,17 +235,17 @@ static int show_process(struct procfile *f, void *arg)
 		return 0;
 	}
 	pid_t pid = h->pid;
-	if (proc_socket_inodes(pid, &held, &nheld) < 0)
-		return 0;
 	if (tcp_table_read(pid, &tcp) < 0)
-		tcp.n = 0, tcp.e = NULL;
+		return 0;
 	read_comm(pid, comm, sizeof(comm));
 	for (uint32_t i = 0, used = socks_used(h); i < used; i++) {
 		struct socktab_slot sl;
-		if (!socks_slot(h, i, &sl) || !inode_in(held, nheld, (unsigned long)sl.inode) ||
-		    !wanted(o, &sl))
+		struct row r = {pid, (int)i, comm, proc_fd_socket(pid, (int)i), &sl, NULL};
+		if (!r.inode || !socks_slot(h, i, &sl) || !wanted(o, &sl))
 			continue;
-		struct row r = {pid, (int)i, comm, &sl, tcp_table_find(&tcp, (unsigned long)sl.inode)};
+		/* A descriptor that is no TCP socket now was closed unseen. */
+		if (!(r.tcp = tcp_table_find(&tcp, r.inode)))
+			continue;
 		if (o->json)
 			print_json(o, &r);
 		else
@@ -259,7 +253,6 @@ static int show_process(struct procfile *f, void *arg)
 		o->shown++;
 	}
 	tcp_table_free(&tcp);
-	free(held);
 	return 0;
 }
 

@@ -1317,28 +1317,13 @@ void conn_export_close(struct conn_export *x)
 	}
 }
 
-static int pow2_ring(uint64_t v)
-{
-	return v >= CLC_RING_MIN && v <= CLC_RING_MAX && !(v & (v - 1));
-}
-
-/* Our own cursors as the last program left them: whatever the peer did since is
- * checked by the ring as usual. */
-static int cursors_hold(uint64_t pos, uint64_t peer, uint64_t size, int producer)
-{
-	return producer ? peer <= pos && pos - peer <= size : pos <= peer && peer - pos <= size;
-}
-
 struct usock *conn_import(const struct conn_export *in)
 {
 	struct conn_export x = *in;
 	struct usock *s = NULL;
 	struct arena *a = NULL;
 
-	if ((x.family != AF_INET && x.family != AF_INET6) || !pow2_ring(x.ring_size[0]) ||
-	    !pow2_ring(x.ring_size[1]) || x.seg_size < seg_bytes(x.ring_size) ||
-	    x.seg_off > x.arena_size || x.seg_size > x.arena_size - x.seg_off ||
-	    (x.seg_off & 4095) || x.bell < 0 || x.peer_bell < 0)
+	if (!conn_export_valid(&x) || x.bell < 0 || x.peer_bell < 0)
 		goto fail;
 	a = lgr_arena_adopt(x.arena_fd, x.arena_size);
 	x.arena_fd = -1;
@@ -1349,9 +1334,6 @@ struct usock *conn_import(const struct conn_export *in)
 				  (struct seg_hdr *)(a->base + x.seg_off)};
 	a = NULL;
 	rings_setup(s);
-	if (!cursors_hold(x.tx_pos, x.tx_peer, s->tx.size, 1) ||
-	    !cursors_hold(x.rx_pos, x.rx_peer, s->rx.size, 0) || !x.tx_cap || x.tx_cap > s->tx.size)
-		goto fail;
 	s->tx.pos = x.tx_pos;
 	s->tx.peer = x.tx_peer;
 	s->tx.cap = x.tx_cap;

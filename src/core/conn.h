@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "decline.h"
+#include "export.h"
 #include "holders.h"
 #include "lgr.h"
 #include "ring.h"
@@ -95,19 +96,6 @@ int conn_share(struct usock *s);
 void conn_unshare(struct usock *s);
 /* After fork(), in the child. */
 void conn_atfork_child(void);
-
-/* An attached connection's state as exec() hands it to the next program: plain
- * values and inheritable copies of the descriptors it needs. */
-struct conn_export {
-	int fd;                     /* the TCP socket: the same number after exec */
-	int family, server, nonblock, shut_rd, shut_wr, abortive;
-	int arena_fd, bell, peer_bell, hold_fd;      /* hold_fd: -1 when not shared */
-	uint64_t arena_size, seg_off, seg_size, ring_size[2];
-	uint64_t tx_pos, tx_peer, tx_cap, rx_pos, rx_peer;
-	uint32_t tx_rung, rx_rung;
-	struct timeval rcvtimeo, sndtimeo;
-	int sndbuf, rcvbuf;
-};
 
 /* Fills x for an attached connection (the descriptor copies are the caller's);
  * -1 when it cannot be handed over. */

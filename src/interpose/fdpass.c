@@ -187,21 +187,14 @@ static int take_up(struct cmsghdr *c)
 	    h.count > PASS_SOCKS || h.extra > (uint32_t)nfds || h.extra > PASS_FDS_MAX)
 		return 0;
 	int first = nfds - (int)h.extra;
-	char taken[PASS_FDS_MAX] = {0};
+	unsigned char taken[PASS_FDS_MAX] = {0};
 	for (uint32_t i = 0; i < h.count; i++) {
 		struct conn_export x;
 		if (pread(memfd, &x, sizeof(x), (off_t)(sizeof(h) + i * sizeof(x))) != (ssize_t)sizeof(x))
 			break;
-		int *f[] = {&x.arena_fd, &x.bell, &x.peer_bell, &x.hold_fd};
-		int ok = x.fd >= 0 && x.fd < first;
-		for (unsigned j = 0; j < PASS_EXTRA; j++)
-			ok &= *f[j] == -1 || (*f[j] >= first && *f[j] < nfds - 1 && !taken[*f[j] - first]);
-		if (!ok)
+		/* The import owns the claimed ones from here: it keeps them or closes them. */
+		if (!conn_export_claim(&x, first, nfds - 1, taken))
 			continue;
-		/* The import owns these from here: it keeps them or closes them. */
-		for (unsigned j = 0; j < PASS_EXTRA; j++)
-			if (*f[j] >= 0)
-				taken[*f[j] - first] = 1;
 		record_fds(&x, fds);
 		struct usock *s = conn_import(&x);
 		if (s && fdtab_set(x.fd, &s->o) < 0)

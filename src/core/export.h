@@ -1,0 +1,38 @@
+/* A connection handed to another program: exec() writes one record per attached
+ * connection into the memfd named by USMC_HANDOVER, and a socket passed with
+ * SCM_RIGHTS travels with one (src/interpose/exec.c, fdpass.c). A passed record
+ * comes from another process, so the one who takes it up trusts nothing in it
+ * before conn_export_valid() has said yes. */
+#ifndef USMC_EXPORT_H
+#define USMC_EXPORT_H
+
+#include <stdint.h>
+#include <sys/time.h>
+
+/* An attached connection's state: plain values and the numbers of inheritable
+ * copies of the descriptors it needs. */
+struct conn_export {
+	int fd;                     /* the TCP socket: the same number after exec */
+	int family, server, nonblock, shut_rd, shut_wr, abortive;
+	int arena_fd, bell, peer_bell, hold_fd;      /* hold_fd: -1 when not shared */
+	uint64_t arena_size, seg_off, seg_size, ring_size[2];
+	uint64_t tx_pos, tx_peer, tx_cap, rx_pos, rx_peer;
+	uint32_t tx_rung, rx_rung;
+	struct timeval rcvtimeo, sndtimeo;
+	int sndbuf, rcvbuf;
+};
+
+/* Whether x holds together: an address family, rings of sizes a proposal could
+ * have, a page-aligned segment holding them inside its arena, cursors that fit
+ * their rings as this end left them, flags that are flags and timeouts
+ * setsockopt() would take. The descriptors are checked by whoever maps them. */
+int conn_export_valid(const struct conn_export *x);
+
+/* A passed record names its descriptors by index into the message's descriptor
+ * array: the socket among the application's own, [0, first), the others (or -1)
+ * among those appended for usmc, [first, last), none twice across the message's
+ * records. taken[i - first] marks appended ones already claimed. Returns 1 and
+ * marks the record's, or 0 and marks nothing. */
+int conn_export_claim(const struct conn_export *x, int first, int last, unsigned char *taken);
+
+#endif

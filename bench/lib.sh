@@ -9,6 +9,10 @@
 #   wl_server MODE      start the server for MODE with `serve` (nothing to do: return 0)
 #   wl_client MODE CASE run one repetition with `client` and print one number, the figure
 #   wl_label CASE       optional: the case as the table shows it (default: the key)
+# and may set
+#   WL_TARGETS          array of "CASE MODE OP BOUND [REFMODE [REFCASE]]": the median of MODE in
+#                       CASE divided by that of REFMODE (default tcp) in REFCASE (default CASE)
+#                       must be OP (<= or >=) BOUND; run.sh reports each as met or not
 # Servers listen on $PORT (TCP modes) or $SOCK (unix mode); $MODE_DIR is the mode's private
 # directory. Mode "bare" has no server: its client is bare_ring, the limit the others approach. A mode that cannot start its server, or a repetition that prints no number, counts as
 # failed; nothing a mode does stops the run.
@@ -46,6 +50,7 @@ better() {
 load_workload() {
     unset -f wl_server wl_client wl_label
     unset WL_TITLE WL_UNIT WL_BETTER WL_MODES WL_CASES
+    WL_TARGETS=()
     WL_NAME=$1
     . "$WL_DIR/$1.sh"
     declare -F wl_label >/dev/null || wl_label() { echo "$1"; }

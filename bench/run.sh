@@ -80,9 +80,9 @@ values() {
     awk -F'\t' -v w="$1" -v c="$2" -v m="$3" '$1 == "V" && $2 == w && $3 == c && $4 == m { print $5 }' "$TSV"
 }
 
-# tcp_median WORKLOAD CASE: the TCP median a row is compared with
-tcp_median() {
-    values "$1" "$2" tcp | summarize | cut -d' ' -f1
+# median WORKLOAD CASE MODE: the median of a row
+median() {
+    values "$1" "$2" "$3" | summarize | cut -d' ' -f1
 }
 
 # lscpu_field NAME: one line of lscpu's summary
@@ -122,7 +122,7 @@ table() {
     echo "| case | mode | median | min – max | vs TCP | runs |"
     echo "|---|---|---:|---:|---:|---:|"
     for case in "${WL_CASES[@]}"; do
-        tcp=$(tcp_median "$name" "$case")
+        tcp=$(median "$name" "$case" tcp)
         for mode in $WL_MODES; do
             read -r median min max ok total < <(values "$name" "$case" "$mode" | summarize)
             if [ "$median" = FAILED ]; then
@@ -162,10 +162,10 @@ ceiling() {
     echo "| case | mode | median | × bare ring |"
     echo "|---|---|---:|---:|"
     for case in "${WL_CASES[@]}"; do
-        bare=$(values "$name" "$case" bare | summarize | cut -d' ' -f1)
+        bare=$(median "$name" "$case" bare)
         for mode in $WL_MODES; do
             [ "$mode" != bare ] || continue
-            median=$(values "$name" "$case" "$mode" | summarize | cut -d' ' -f1)
+            median=$(median "$name" "$case" "$mode")
             printf '| %s | %s | %s | %s |\n' "$(wl_label "$case")" "$(mode_name "$mode")" \
                 "$(fmt "$median")" "$(ratio "$median" "$bare")"
         done
@@ -206,6 +206,39 @@ run_workload() {
     fi
 }
 
+# targets: every selected workload's WL_TARGETS against this run's medians, as Markdown
+targets() {
+    local name t case mode op bound ref refcase r met
+    echo "## Targets"
+    echo
+    echo "Each target is a ratio of medians from this run (see the workloads' WL_TARGETS)."
+    echo
+    echo "| workload | case | ratio | target | measured | met |"
+    echo "|---|---|---|---:|---:|---|"
+    for name in "${selected[@]}"; do
+        load_workload "$name"
+        for t in "${WL_TARGETS[@]}"; do
+            read -r case mode op bound ref refcase <<<"$t"
+            ref=${ref:-tcp} refcase=${refcase:-$case}
+            r=$(awk -v a="$(median "$name" "$case" "$mode")" -v b="$(median "$name" "$refcase" "$ref")" \
+                'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3g\n", a / b }')
+            if [ -z "$r" ]; then
+                met="no figure"
+            elif awk -v r="$r" -v b="$bound" -v op="$op" 'BEGIN { exit !(op == "<=" ? r <= b : r >= b) }'; then
+                met=yes
+            else
+                met="**no**"
+            fi
+            printf '| %s | %s | %s / %s%s | %s %s × | %s | %s |\n' "$name" "$(wl_label "$case")" \
+                "$(mode_name "$mode")" "$(mode_name "$ref")" \
+                "$([ "$refcase" = "$case" ] || echo " ($(wl_label "$refcase"))")" \
+                "$([ "$op" = "<=" ] && echo ≤ || echo ≥)" "$bound" \
+                "${r:-—}${r:+ ×}" "$met"
+        done
+    done
+    echo
+}
+
 # plot: matplotlib from the distribution if no python3 on PATH has it
 plot() {
     local py
@@ -235,6 +268,7 @@ plot() {
 for name in "${selected[@]}"; do
     run_workload "$name"
 done
+targets >>"$MD"
 
 if plot; then
     printf '![results](%s)\n' "$(basename "$PNG")" >>"$MD"

@@ -5,3 +5,4 @@
 WL_TITLE="fallback cost: usmc client against plain nginx"
 WL_MODES="tcp fallback"
 WL_CASES=(close-100 keepalive-100)
+WL_TARGETS=("close-100 fallback >= 0.99" "keepalive-100 fallback >= 0.99")

@@ -5,6 +5,7 @@ WL_UNIT="round trips/s"
 WL_BETTER=higher
 WL_MODES="tcp unix usmc usmc-sleep usmc-bp"
 WL_CASES=(100)
+WL_TARGETS=("100 usmc-sleep >= 2.5" "100 usmc-bp >= 8")
 
 wl_label() { echo "$1 B"; }
 

@@ -4,6 +4,7 @@ WL_UNIT="requests/s"
 WL_BETTER=higher
 WL_MODES="tcp unix usmc usmc-bp"
 WL_CASES=(set get)
+WL_TARGETS=("set usmc >= 1.8" "get usmc >= 1.8" "set usmc >= 1.0 unix" "get usmc >= 1.0 unix")
 
 wl_label() { echo "${1^^}"; }
 

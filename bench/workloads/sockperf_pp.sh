@@ -4,6 +4,7 @@ WL_UNIT="usec"
 WL_BETTER=lower
 WL_MODES="tcp usmc usmc-sleep usmc-bp bare"    # sockperf 3.7 has no Unix domain sockets
 WL_CASES=(14 1024 65507)    # 65507: the largest message sockperf 3.7 takes
+WL_TARGETS=("14 usmc-sleep <= 0.5" "14 usmc-bp <= 0.1")
 
 wl_label() { echo "$1 B"; }
 

@@ -37,5 +37,10 @@ done
 check "every figure in the data file" '[ "$(grep -c "^V" "$tsv")" -ge 5 ]'
 check "usmc modes used shared memory" \
     '! grep -E "^- usmc.*counted 0 accelerated" "$md" >/dev/null && grep -qE "^- usmc: usmc counted [1-9]" "$md"'
+# The targets section: each of msgrate's targets with a ratio computed from the table's medians.
+check "targets reported" '[ "$(grep -cE "^[|] msgrate [|] 100 B [|] usmc.* [|] [0-9.]+ × [|] (yes|[*][*]no[*][*]) [|]$" "$md")" -eq 2 ]'
+check "target ratio from the medians" 'awk -F" *[|] *" -v t="$(grep -E "^[|] msgrate [|] 100 B [|] usmc, sleeping" "$md" | awk -F" *[|] *" "{ print \$6 }")" "
+        \$2 == \"100 B\" && \$3 == \"TCP\" { tcp = \$4 } \$2 == \"100 B\" && \$3 == \"usmc, sleeping (no busy-poll)\" { u = \$4 }
+        END { r = u / tcp; t += 0; exit !(t > 0 && (r - t) / t < 0.01 && (t - r) / t < 0.01) }" "$md"'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

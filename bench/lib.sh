@@ -7,7 +7,9 @@
 #   WL_CASES            array of case keys (a message size, a connection count...)
 # and defines
 #   wl_server MODE      start the server for MODE with `serve` (nothing to do: return 0)
-#   wl_client MODE CASE run one repetition with `client` and print one number, the figure
+#   wl_client MODE CASE run one repetition with `client` and print one number, the figure,
+#                       then optionally lines worth keeping beside it (the results list the
+#                       last repetition's under the table)
 #   wl_label CASE       optional: the case as the table shows it (default: the key)
 # and may set
 #   WL_TARGETS          array of "CASE MODE OP BOUND [REFMODE [REFCASE]]": the median of MODE in
@@ -189,16 +191,18 @@ start_servers() {
     done
 }
 
-# measure MODE CASE: one repetition; FIGURE is its number, or FAILED (failure_detail says why).
+# measure MODE CASE: one repetition; FIGURE is its number, or FAILED (failure_detail says why),
+# and NOTES what the client printed after it.
 # Sets a variable rather than printing, so that it runs in this shell, where an interruption
 # finds the client to stop.
 measure() {
-    FIGURE=FAILED
+    FIGURE=FAILED NOTES=
     use_mode "$1"
     rm -f "$CLIENT_OUT" "$WORK/figure.err"
     [ "${ALIVE[$1]-0}" = 1 ] || return 0
     wl_client "$1" "$2" >"$WORK/figure" 2>"$WORK/figure.err"
     FIGURE=$(head -n 1 "$WORK/figure")
+    NOTES=$(tail -n +2 "$WORK/figure")
     is_number "$FIGURE" || FIGURE=FAILED
 }
 

@@ -147,6 +147,17 @@ table() {
         fi
         echo
     done
+    # What the clients said beside their figures, from each row's last repetition.
+    for case in "${WL_CASES[@]}"; do
+        for mode in $WL_MODES; do
+            awk -F'\t' -v w="$name" -v c="$case" -v m="$mode" \
+                '$1 == "N" && $2 == w && $3 == c && $4 == m { k = $5; sub(/:.*/, "", k); last[k] = $5; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+                 END { for (i = 1; i <= n; i++) print last[order[i]] }' "$TSV" |
+                while IFS= read -r line; do
+                    printf -- '- %s, %s: %s\n' "$(wl_label "$case")" "$(mode_name "$mode")" "$line"
+                done
+        done
+    done
     echo
 }
 
@@ -175,7 +186,7 @@ ceiling() {
 
 # run_workload NAME: every case, repetition and mode of one workload, recorded in the TSV
 run_workload() {
-    local name=$1 case mode rep
+    local name=$1 case mode rep line
     load_workload "$name"
     say "== $name: $WL_TITLE ($WL_UNIT; $(better))"
     record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER"
@@ -188,6 +199,9 @@ run_workload() {
             for mode in $WL_MODES; do
                 measure "$mode" "$case"
                 record V "$name" "$case" "$mode" "$FIGURE"
+                [ -z "$NOTES" ] || while IFS= read -r line; do
+                    record N "$name" "$case" "$mode" "$line"
+                done <<<"$NOTES"
                 say "  $(wl_label "$case"), $(mode_name "$mode"), run $rep/$REPS: $FIGURE"
                 [ "$FIGURE" != FAILED ] || failure_detail >&2
             done

@@ -1,6 +1,6 @@
 # Idle connections: the ping-pong latency of one connection while thousands of others stay
-# open and idle, beside the same with none (bench/idle.c). The client reports the memory each
-# idle connection costs it on stderr. An accelerated connection holds three descriptors in each
+# open and idle, beside the same with none (bench/idle.c). The memory each idle connection costs
+# the client is listed under the table. An accelerated connection holds three descriptors in each
 # process (the socket and two doorbells): IDLE_CONNECTIONS (default 5000) must fit the hard
 # RLIMIT_NOFILE three times over; 10 000 needs it above 30 256.
 WL_TITLE="active connection beside idle ones, 14 B ping-pong latency"
@@ -18,5 +18,5 @@ wl_server() { serve "$BIN/idle" server "$(endpoint)"; }
 wl_client() {
     client "$BIN/idle" client "$(endpoint)" "$2" "$SECS" || return 1
     grep -v '^memory' "$CLIENT_OUT"
-    grep '^memory' "$CLIENT_OUT" | sed "s/^/  $(mode_name "$MODE"), $2 idle: /" >&2
+    grep '^memory' "$CLIENT_OUT"
 }

@@ -767,6 +767,23 @@ static int spin(struct usock *s, short events)
 	return 0;
 }
 
+int conn_busy_wait(int (*look)(void *), void *arg, int timeout_ms)
+{
+	uint64_t budget = (uint64_t)cfg.busy_poll_us * 1000ull;
+
+	if (!budget || timeout_ms == 0 || cfg.ncpus < 2)
+		return 0;
+	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
+		budget = (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = sys_now_ns() + budget;
+	int r;
+	/* Which peer will answer is not known here, so yield between looks:
+	 * one on our own core then runs instead of waiting for our spin to end. */
+	while (!(r = look(arg)) && sys_now_ns() < end)
+		sched_yield();
+	return r;
+}
+
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
  * group's channel speaks or hangs up, or the deadline passes. Returns 0 to
  * re-check, -ETIMEDOUT or -EINTR. */

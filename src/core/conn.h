@@ -125,6 +125,13 @@ short conn_poll_prepare(struct usock *s, short events);
 short conn_revents(struct usock *s, int fd, short events, short tcp_revents);
 int conn_arm(struct usock *s, int fd, short events);
 void conn_disarm(struct usock *s, short events);
+/* An event loop (poll, select, epoll) about to sleep after arming its doorbells
+ * spins first, as a blocking call does: look() makes a wait that returns at once
+ * (it sees every doorbell rung and the application's own descriptors) and is
+ * called until it returns nonzero or USMC_BUSY_POLL_US passes, bounded by the
+ * caller's timeout (ms, -1 for none). Returns look()'s last result; 0 means sleep.
+ * On a single core, or with busy-polling off, it never calls look(). */
+int conn_busy_wait(int (*look)(void *), void *arg, int timeout_ms);
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
 /* Empties our doorbell (it holds what it was rung with), passing the

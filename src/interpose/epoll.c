@@ -473,6 +473,20 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 	return n;
 }
 
+struct look {
+	struct epshadow *sh;
+	struct epoll_event *events;
+	int maxevents;
+};
+
+/* The application's instance, without sleeping: its own descriptors, and the
+ * marker when a doorbell rang. */
+static int look_now(void *arg)
+{
+	struct look *l = arg;
+	return real.epoll_pwait(l->sh->epfd, l->events, l->maxevents, 0, NULL);
+}
+
 static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxevents,
 		       int timeout, const sigset_t *sigmask)
 {
@@ -492,7 +506,12 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		int tmo = n ? 0 : timeout < 0 ? -1 : timeout == 0 ? 0 : sys_ms_left(deadline);
 		if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
 			tmo = CONN_PENDING_RECHECK_MS;
-		int m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
+		/* A signal mask is the application's to apply while it waits: with
+		 * one, go straight to the real wait. */
+		struct look l = {sh, events + n, maxevents - n};
+		int m = sigmask ? 0 : conn_busy_wait(look_now, &l, tmo);
+		if (!m)
+			m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
 		atomic_fetch_sub(&sh->sleepers, 1);
 		if (m < 0)
 			return n ? n : -1;

@@ -16,6 +16,19 @@
 
 #define STACK_FDS 64
 
+struct look {
+	struct pollfd *p;
+	nfds_t n;
+};
+
+/* Every descriptor and doorbell, without sleeping. */
+static int look_now(void *arg)
+{
+	struct look *l = arg;
+	struct timespec zero = {0, 0};
+	return real.ppoll(l->p, l->n, &zero, NULL);
+}
+
 static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
 		      const struct timespec *tmo, const sigset_t *mask)
 {
@@ -58,7 +71,12 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			left = (struct timespec){ms / 1000, (long)(ms % 1000) * 1000000};
 			t = &left;
 		}
-		int r = real.ppoll(p, sleep ? k : n, t, mask);
+		/* Spin before sleeping, unless a signal mask is the application's to
+		 * apply while it waits. */
+		struct look l = {p, k};
+		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
+		if (!r)
+			r = real.ppoll(p, sleep ? k : n, t, mask);
 		for (nfds_t i = 0; i < n; i++)
 			if (acc[i])
 				conn_disarm(acc[i], fds[i].events);

@@ -35,6 +35,7 @@ struct epreg {
 	uint64_t reported;  /* the wait call that last reported it */
 	int plain;          /* the socket fell back: move it to the real instance */
 	struct epreg *ready_next, *sock_next, *all_next;
+	struct epreg **all_pprev;   /* what points at it in sh->all: unlinking is O(1) */
 };
 
 struct epshadow {
@@ -190,11 +191,9 @@ static void reg_unlink(struct epshadow *sh, struct epreg *r)
 			break;
 		}
 	pthread_mutex_unlock(&r->s->lock);
-	for (struct epreg **pp = &sh->all; *pp; pp = &(*pp)->all_next)
-		if (*pp == r) {
-			*pp = r->all_next;
-			break;
-		}
+	*r->all_pprev = r->all_next;
+	if (r->all_next)
+		r->all_next->all_pprev = r->all_pprev;
 	ready_unlink(sh, r);
 }
 
@@ -268,6 +267,9 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 		s->regs = r;
 		pthread_mutex_unlock(&s->lock);
 		r->all_next = sh->all;
+		r->all_pprev = &sh->all;
+		if (sh->all)
+			sh->all->all_pprev = &r->all_next;
 		sh->all = r;
 		check_now(sh, r);
 	} else if (!r) {
@@ -335,14 +337,19 @@ void epoll_sock_closed(struct usock *s)
 		if (!sh)
 			return;
 		pthread_mutex_lock(&sh->lock);
-		/* Still registered? Another thread may have removed it meanwhile. */
-		for (struct epreg *x = sh->all; x; x = x->all_next)
-			if (x == r) {
-				watch(r, EPOLL_CTL_DEL);
-				reg_unlink(sh, r);
-				reg_free(r);
-				break;
-			}
+		/* Still registered? Another thread may have removed it meanwhile; one
+		 * that did held sh->lock, so while we hold it r is on the socket's
+		 * list or gone. */
+		pthread_mutex_lock(&s->lock);
+		struct epreg *x = s->regs;
+		while (x && x != r)
+			x = x->sock_next;
+		pthread_mutex_unlock(&s->lock);
+		if (x && x->sh == sh) {
+			watch(r, EPOLL_CTL_DEL);
+			reg_unlink(sh, r);
+			reg_free(r);
+		}
 		pthread_mutex_unlock(&sh->lock);
 		epoll_shadow_put(&sh->o);
 	}

@@ -106,6 +106,8 @@ static int lo_ctl_listen(const char *path)
 	return fd;
 }
 
+#define CTL_SNDBUF (2 << 20)
+
 static int lo_ctl_connect(const char *path)
 {
 	struct sockaddr_un sun;
@@ -118,6 +120,12 @@ static int lo_ctl_connect(const char *path)
 	fd = sys_fd_high(real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
+	/* Proposals wait here until the server accepts their connections, and the
+	 * kernel counts them (a few hundred bytes each) against our send buffer: a
+	 * client opening a thousand connections at once needs room for as many.
+	 * The kernel caps the request at net.core.wmem_max. */
+	int sndbuf = CTL_SNDBUF;
+	real.setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	if (real.connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		e = -errno;
 		real.close(fd);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/conn.h"
@@ -24,20 +25,53 @@
 #include "init.h"
 
 #define HANDOVER_ENV "USMC_HANDOVER"
-#define HANDOVER_MAGIC 0x564f4448u /* "HDOV" */
+#define HANDOVER_MAGIC 0x32564448u /* "HDV2" */
 #define HANDOVER_MAX 4096
 
+/* The memfd: this header, count records, then naliases aliases. */
 struct handover_hdr {
 	uint32_t magic;
 	uint32_t count;
+	uint32_t naliases;
+	uint32_t pad;
+};
+
+/* Another descriptor of the connection in record index (dup2 onto standard
+ * input and output before the exec, as inetd does): one connection is one
+ * record, whatever the number of descriptors, so the next program has one
+ * state for it and not one per descriptor. */
+struct handover_alias {
+	int32_t fd;
+	uint32_t index;
 };
 
 /* One exec at a time builds its handover. */
 static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	struct conn_export *x;
+	struct usock **owner;          /* whose record x[i] is */
 	uint32_t n, cap;
+	struct handover_alias *alias;
+	uint32_t naliases, alias_cap;
 } ho;
+
+/* Room for one more of something ho keeps: grows *v (and *w alike, if given). */
+static int grow(void **v, void **w, size_t size, size_t wsize, uint32_t n, uint32_t *cap)
+{
+	if (n < *cap)
+		return 0;
+	uint32_t c = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, c * size);
+	if (nv)
+		*v = nv;
+	void *nw = nv && w ? realloc(*w, c * wsize) : NULL;
+	if (nw)
+		*w = nw;
+	if (!nv || (w && !nw))
+		return -1;
+	*cap = c;
+	return 0;
+}
 
 static void collect(int fd, struct obj *o)
 {
@@ -46,23 +80,26 @@ static void collect(int fd, struct obj *o)
 
 	if (!s || ho.n == HANDOVER_MAX || (fl = real.fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
 		return;
-	if (ho.n == ho.cap) {
-		uint32_t cap = ho.cap ? ho.cap * 2 : 16;
-		struct conn_export *n = realloc(ho.x, cap * sizeof(*n));
-		if (!n)
+	for (uint32_t i = 0; i < ho.n; i++)
+		if (ho.owner[i] == s) {
+			if (ho.naliases < HANDOVER_MAX &&
+			    grow((void **)&ho.alias, NULL, sizeof(*ho.alias), 0, ho.naliases,
+				 &ho.alias_cap) == 0)
+				ho.alias[ho.naliases++] = (struct handover_alias){fd, i};
 			return;
-		ho.x = n;
-		ho.cap = cap;
-	}
+		}
+	if (grow((void **)&ho.x, (void **)&ho.owner, sizeof(*ho.x), sizeof(*ho.owner), ho.n,
+		 &ho.cap) < 0)
+		return;
 	if (conn_export(s, fd, &ho.x[ho.n]) == 0)
-		ho.n++;
+		ho.owner[ho.n++] = s;
 }
 
 static void drop_exports(void)
 {
 	for (uint32_t i = 0; i < ho.n; i++)
 		conn_export_close(&ho.x[i]);
-	ho.n = 0;
+	ho.n = ho.naliases = 0;
 }
 
 /* The library's own path, for the next program's LD_PRELOAD. */
@@ -134,12 +171,13 @@ static char **handover_begin(char *const envp[], int *memfd)
 	fdtab_foreach(collect);
 	if (!ho.n)
 		return NULL;
-	struct handover_hdr h = {HANDOVER_MAGIC, ho.n};
-	size_t len = ho.n * sizeof(ho.x[0]);
+	struct handover_hdr h = {HANDOVER_MAGIC, ho.n, ho.naliases, 0};
+	size_t len = ho.n * sizeof(ho.x[0]), alen = ho.naliases * sizeof(ho.alias[0]);
 	int fd = memfd_create("usmc-handover", 0);
 	char **env = NULL;
 	if (fd >= 0 && pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	    pwrite(fd, ho.x, len, sizeof(h)) == (ssize_t)len)
+	    pwrite(fd, ho.x, len, sizeof(h)) == (ssize_t)len &&
+	    (!alen || pwrite(fd, ho.alias, alen, (off_t)(sizeof(h) + len)) == (ssize_t)alen))
 		env = handover_env(envp, fd);
 	if (!env) {
 		if (fd >= 0)
@@ -164,11 +202,45 @@ static void handover_end(char **env, int memfd)
 	errno = e;
 }
 
+/* Whether descriptors a and b are the same open socket. */
+static int same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISSOCK(sa.st_mode) &&
+	       sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+/* The aliases of the records taken up into s[]: each descriptor that is still
+ * the same socket as its record's gets the connection too. */
+static void adopt_aliases(int memfd, const struct handover_hdr *h, struct usock **s,
+			  const int *fds)
+{
+	for (uint32_t i = 0; i < h->naliases; i++) {
+		struct handover_alias a;
+		off_t at = (off_t)(sizeof(*h) + h->count * sizeof(struct conn_export) + i * sizeof(a));
+		if (pread(memfd, &a, sizeof(a), at) != (ssize_t)sizeof(a))
+			return;
+		if (a.index >= h->count || !s[a.index] || a.fd < 0 || a.fd == fds[a.index] ||
+		    !same_file(a.fd, fds[a.index]))
+			continue;
+		struct obj *o = &s[a.index]->o;
+		atomic_fetch_add(&o->refs, 1);
+		atomic_fetch_add(&o->fdrefs, 1);
+		if (fdtab_set(a.fd, o) < 0) {
+			atomic_fetch_sub(&o->fdrefs, 1);
+			obj_put(o);
+		}
+	}
+}
+
 void exec_adopt(void)
 {
 	const char *v = getenv(HANDOVER_ENV);
 	char *end;
 	struct handover_hdr h;
+	struct usock **s = NULL;
+	int *fds = NULL;
 
 	if (!v)
 		return;
@@ -177,7 +249,8 @@ void exec_adopt(void)
 	if (*end || fd < 0 || fd > 0x7fffffff)
 		return;
 	if (pread((int)fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == HANDOVER_MAGIC &&
-	    h.count <= HANDOVER_MAX) {
+	    h.count <= HANDOVER_MAX && h.naliases <= HANDOVER_MAX &&
+	    (s = calloc(h.count + 1, sizeof(*s))) && (fds = calloc(h.count + 1, sizeof(*fds)))) {
 		for (uint32_t i = 0; i < h.count; i++) {
 			struct conn_export x;
 			int type = 0;
@@ -191,11 +264,17 @@ void exec_adopt(void)
 				conn_export_close(&x);
 				continue;
 			}
-			struct usock *s = conn_import(&x);
-			if (s && fdtab_set(x.fd, &s->o) < 0)
-				usock_put(s);
+			fds[i] = x.fd;
+			s[i] = conn_import(&x);
+			if (s[i] && fdtab_set(x.fd, &s[i]->o) < 0) {
+				usock_put(s[i]);
+				s[i] = NULL;
+			}
 		}
+		adopt_aliases((int)fd, &h, s, fds);
 	}
+	free(s);
+	free(fds);
 	real.close((int)fd);
 }
 

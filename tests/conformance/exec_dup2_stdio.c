@@ -1,0 +1,46 @@
+/* The inetd pattern: a forked child makes the accepted socket its standard input, output
+ * and error (dup2, then closes the original) and execs a shell that runs cat, which
+ * echoes the client's 100 000 bytes, then writes a last line to standard error. Three
+ * descriptors of one connection in the new program, two of them writing in turn: the
+ * client gets every byte in order, then EOF.
+ * usmc-expect: accelerated data */
+#include "common.h"
+
+#define TOTAL 100000u
+#define LAST "end\n"
+
+static void client(void *arg)
+{
+    static char buf[TOTAL + 64];
+    int fd = cf_connect(AF_INET, *(uint16_t *)arg);
+    cf_send_pattern(fd, TOTAL, 1 << 14, 61);
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    size_t n = cf_read_full(fd, buf, sizeof buf);
+    printf("client got back %zu bytes\n", n);
+    CHECK(n == TOTAL + strlen(LAST));
+    CHECK(cf_verify(buf, TOTAL, 0, 61));
+    CHECK(memcmp(buf + TOTAL, LAST, strlen(LAST)) == 0);
+    close(fd);
+}
+
+int main(void)
+{
+    cf_start();
+    int l = cf_listen(AF_INET);
+    uint16_t port = cf_port(l);
+    cf_spawn(client, &port);
+    int s = cf_accept(l);
+    pid_t child = cf_fork();
+    if (child == 0) {
+        if (dup2(s, 0) < 0 || dup2(s, 1) < 0 || dup2(s, 2) < 0)
+            _exit(126);
+        close(s);
+        close(l);
+        execl("/bin/sh", "sh", "-c", "cat; printf '" LAST "' >&2", (char *)NULL);
+        _exit(127);
+    }
+    close(s);
+    printf("shell exit status: %d\n", cf_wait_child(child));
+    cf_join();
+    return 0;
+}

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/conn.h"
@@ -36,22 +35,13 @@ struct handover_hdr {
 	uint32_t pad;
 };
 
-/* Another descriptor of the connection in record index (dup2 onto standard
- * input and output before the exec, as inetd does): one connection is one
- * record, whatever the number of descriptors, so the next program has one
- * state for it and not one per descriptor. */
-struct handover_alias {
-	int32_t fd;
-	uint32_t index;
-};
-
 /* One exec at a time builds its handover. */
 static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	struct conn_export *x;
 	struct usock **owner;          /* whose record x[i] is */
 	uint32_t n, cap;
-	struct handover_alias *alias;
+	struct conn_alias *alias;
 	uint32_t naliases, alias_cap;
 } ho;
 
@@ -85,7 +75,7 @@ static void collect(int fd, struct obj *o)
 			if (ho.naliases < HANDOVER_MAX &&
 			    grow((void **)&ho.alias, NULL, sizeof(*ho.alias), 0, ho.naliases,
 				 &ho.alias_cap) == 0)
-				ho.alias[ho.naliases++] = (struct handover_alias){fd, i};
+				ho.alias[ho.naliases++] = (struct conn_alias){fd, i};
 			return;
 		}
 	if (grow((void **)&ho.x, (void **)&ho.owner, sizeof(*ho.x), sizeof(*ho.owner), ho.n,
@@ -202,35 +192,20 @@ static void handover_end(char **env, int memfd)
 	errno = e;
 }
 
-/* Whether descriptors a and b are the same open socket. */
-static int same_file(int a, int b)
-{
-	struct stat sa, sb;
-
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISSOCK(sa.st_mode) &&
-	       sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
-}
-
 /* The aliases of the records taken up into s[]: each descriptor that is still
  * the same socket as its record's gets the connection too. */
 static void adopt_aliases(int memfd, const struct handover_hdr *h, struct usock **s,
 			  const int *fds)
 {
 	for (uint32_t i = 0; i < h->naliases; i++) {
-		struct handover_alias a;
+		struct conn_alias a;
 		off_t at = (off_t)(sizeof(*h) + h->count * sizeof(struct conn_export) + i * sizeof(a));
 		if (pread(memfd, &a, sizeof(a), at) != (ssize_t)sizeof(a))
 			return;
 		if (a.index >= h->count || !s[a.index] || a.fd < 0 || a.fd == fds[a.index] ||
-		    !same_file(a.fd, fds[a.index]))
+		    !sys_same_socket(a.fd, fds[a.index]))
 			continue;
-		struct obj *o = &s[a.index]->o;
-		atomic_fetch_add(&o->refs, 1);
-		atomic_fetch_add(&o->fdrefs, 1);
-		if (fdtab_set(a.fd, o) < 0) {
-			atomic_fetch_sub(&o->fdrefs, 1);
-			obj_put(o);
-		}
+		fdtab_alias(a.fd, &s[a.index]->o);
 	}
 }
 

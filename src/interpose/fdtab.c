@@ -63,6 +63,18 @@ int fdtab_set(int fd, struct obj *o)
 	return 0;
 }
 
+int fdtab_alias(int fd, struct obj *o)
+{
+	atomic_fetch_add(&o->refs, 1);
+	atomic_fetch_add(&o->fdrefs, 1);
+	int r = fdtab_set(fd, o);
+	if (r < 0) {
+		atomic_fetch_sub(&o->fdrefs, 1);
+		obj_put(o);
+	}
+	return r;
+}
+
 struct obj *fdtab_take(int fd)
 {
 	_Atomic(struct obj *) *s = slot(fd, 0);

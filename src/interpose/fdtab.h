@@ -9,6 +9,9 @@
 struct obj *fdtab_get(int fd);
 /* Installs obj at fd (the caller's reference moves into the table). */
 int fdtab_set(int fd, struct obj *o);
+/* fd is one more descriptor of o (dup, or one that came with o through exec or
+ * SCM_RIGHTS): o gains a reference for it. */
+int fdtab_alias(int fd, struct obj *o);
 /* Removes and returns the table's reference, or NULL. */
 struct obj *fdtab_take(int fd);
 void obj_put(struct obj *o);

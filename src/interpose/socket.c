@@ -173,8 +173,8 @@ static int dup_track(int oldfd, int newfd)
 		return newfd;
 	o = fdtab_get(oldfd);
 	if (o) {
-		atomic_fetch_add(&o->fdrefs, 1);
-		fdtab_set(newfd, o);
+		fdtab_alias(newfd, o);
+		obj_put(o);
 	}
 	return newfd;
 }

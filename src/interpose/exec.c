@@ -253,6 +253,18 @@ void exec_adopt(void)
 	real.close((int)fd);
 }
 
+/* vfork(): the child would share our memory until it execs, while the library
+ * keeps state there that the child's calls change (the exec handover and its
+ * lock, descriptor tables): a handover begun in the child would leave the
+ * parent's lock taken for good, and the next exec would hang. fork() gives the
+ * child its own copy and shares connections as a fork does. POSIX lets vfork()
+ * be fork(); programs that use it only to exec, as Python's subprocess does,
+ * notice only that it costs more. */
+pid_t vfork(void)
+{
+	return fork();
+}
+
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	int memfd;

@@ -48,6 +48,9 @@ void sys_init(void)
 	R(open); R(execve); R(execvpe); R(fexecve);
 #undef R
 	*(void **)&sys_real.epoll_pwait2 = maybe("epoll_pwait2");
+	/* C libraries before 2.34 have neither: their callers make the system call. */
+	*(void **)&sys_real.close_range = maybe("close_range");
+	*(void **)&sys_real.closefrom = maybe("closefrom");
 	sys_ready = 1;
 }
 

@@ -19,6 +19,8 @@ struct sys_calls {
 	int (*listen)(int, int);
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
 	int (*shutdown)(int, int);
 	int (*dup)(int);
 	int (*dup2)(int, int);

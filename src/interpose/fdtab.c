@@ -88,6 +88,24 @@ struct obj *fdtab_take(int fd)
 	return o;
 }
 
+size_t fdtab_range(unsigned first, unsigned last, int *out, size_t max)
+{
+	size_t n = 0;
+
+	for (unsigned c = first / CHUNK; c < NCHUNKS && c <= last / CHUNK; c++) {
+		_Atomic(struct obj *) *chunk = atomic_load(&chunks[c]);
+		for (unsigned i = 0; chunk && i < CHUNK; i++) {
+			unsigned fd = c * CHUNK + i;
+			if (fd >= first && fd <= last && atomic_load(&chunk[i])) {
+				if (n < max)
+					out[n] = (int)fd;
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
 void fdtab_foreach(void (*fn)(int fd, struct obj *o))
 {
 	for (int c = 0; c < NCHUNKS; c++) {

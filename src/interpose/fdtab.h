@@ -15,6 +15,9 @@ int fdtab_alias(int fd, struct obj *o);
 /* Removes and returns the table's reference, or NULL. */
 struct obj *fdtab_take(int fd);
 void obj_put(struct obj *o);
+/* The tracked descriptors from first to last, at most max of them into out,
+ * lowest first; returns how many there are in all. */
+size_t fdtab_range(unsigned first, unsigned last, int *out, size_t max);
 /* Calls fn for every tracked descriptor; for fork handlers only (no locking). */
 void fdtab_foreach(void (*fn)(int fd, struct obj *o));
 

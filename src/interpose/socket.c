@@ -2,12 +2,15 @@
  * options that change how usmc must behave, shutdown and close. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../core/admit.h"
@@ -163,6 +166,46 @@ int close(int fd)
 		return r;
 	}
 	return o ? release_fd(fd, o, close_one, &fd) : real.close(fd);
+}
+
+/* close_range() and closefrom() close in the kernel, out of close()'s sight:
+ * the tracked descriptors among them go through close() first, so that their
+ * connections end as they would one by one and their numbers come back clean. */
+static void close_tracked(unsigned first, unsigned last)
+{
+	int stack[64], *fds = stack;
+	size_t n = fdtab_range(first, last, stack, 64);
+
+	if (n > 64 && (fds = malloc(n * sizeof(*fds))))
+		n = fdtab_range(first, last, fds, n);
+	else if (n > 64)
+		n = 64;
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	if (fds != stack)
+		free(fds);
+}
+
+int close_range(unsigned first, unsigned last, int flags)
+{
+	/* CLOSE_RANGE_CLOEXEC closes nothing now; CLOSE_RANGE_UNSHARE closes in a
+	 * table of this thread's own, where the other threads' sockets live on. */
+	if (!(flags & (CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) && first <= last)
+		close_tracked(first, last);
+	if (!real.close_range)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	return real.close_range(first, last, flags);
+}
+
+void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		return;
+	close_tracked((unsigned)lowfd, ~0u);
+	if (real.closefrom)
+		real.closefrom(lowfd);
+	else
+		syscall(SYS_close_range, (unsigned)lowfd, ~0u, 0);
 }
 
 static int dup_track(int oldfd, int newfd)

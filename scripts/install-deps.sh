@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
     build-essential make gcc clang libclang-rt-14-dev
-    sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached
+    sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached postgresql
     iproute2 iptables procps psmisc python3 python3-matplotlib python3-jsonschema pkg-config
 )
 
@@ -38,7 +38,7 @@ if [ ${#unknown[@]} -gt 0 ]; then
 fi
 
 # Tests start their own servers on their own ports with private configuration, so the
-# distribution's redis, nginx, memcached and iperf3 services must not be started by the
+# distribution's redis, nginx, memcached, PostgreSQL and iperf3 services must not be started by the
 # installation: policy-rc.d forbids it for the duration (exit status 101 = action not allowed).
 policy=/usr/sbin/policy-rc.d
 own_policy=
@@ -55,7 +55,7 @@ fi
 
 # Where systemd manages services, keep them from starting at the next boot either.
 if [ -d /run/systemd/system ]; then
-    for service in redis-server nginx memcached iperf3; do
+    for service in redis-server nginx memcached postgresql iperf3; do
         systemctl disable --now "$service" >/dev/null 2>&1 || true
     done
 fi

@@ -40,7 +40,7 @@ for suite in unit conformance faults apps tools fuzz bench install policy; do
     fi
 done
 if [ -d build-asan ]; then
-    for suite in conformance faults; do
+    for suite in conformance faults apps; do
         run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
     done
 fi

@@ -7,6 +7,7 @@
 # directory of its own.
 . "$(dirname "$0")/lib.sh"
 app_begin postgres
+sanitized && skip "the postmaster does not start with a sanitizer runtime preloaded"
 id postgres >/dev/null 2>&1 || fail "no postgres user (apt-get install postgresql)"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$PGBIN/pgbench" ] || fail "PostgreSQL is not installed (scripts/install-deps.sh)"

@@ -57,6 +57,9 @@ if [ "$failed" -eq 0 ]; then
 else
     echo "logs kept in $logs"
 fi
-[ "$skipped" -eq 0 ] || echo "$skipped skipped"
-echo "$passed passed, $failed failed"
+if [ "$skipped" -eq 0 ]; then
+    echo "$passed passed, $failed failed"
+else
+    echo "$passed passed, $failed failed, $skipped skipped"
+fi
 [ "$failed" -eq 0 ]

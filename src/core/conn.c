@@ -11,6 +11,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -1295,13 +1296,17 @@ static int dup_inheritable(int fd)
 
 int conn_export(struct usock *s, int fd, struct conn_export *x)
 {
-	if (mode_of(s) != MODE_SHM || !s->seg.hdr || atomic_load(&s->peer_gone))
+	struct stat st;
+
+	if (mode_of(s) != MODE_SHM || !s->seg.hdr || atomic_load(&s->peer_gone) ||
+	    fstat(fd, &st) < 0)
 		return -1;
 	mark_handed(s);
 	op_lock(s, HOLD_TX);
 	op_lock(s, HOLD_RX);
 	*x = (struct conn_export){
-		.fd = fd, .family = s->family, .server = s->server, .nonblock = s->nonblock,
+		.fd = fd, .inode = (uint64_t)st.st_ino, .family = s->family, .server = s->server,
+		.nonblock = s->nonblock,
 		.shut_rd = s->shut_rd, .shut_wr = s->shut_wr, .abortive = s->abortive,
 		.arena_fd = dup_inheritable(s->seg.arena->fd), .bell = dup_inheritable(s->bell),
 		.peer_bell = dup_inheritable(s->peer_bell),

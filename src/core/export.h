@@ -13,6 +13,8 @@
  * copies of the descriptors it needs. */
 struct conn_export {
 	int fd;                     /* the TCP socket: the same number after exec */
+	uint64_t inode;             /* ...and its inode, by which the next program finds
+	                               every descriptor of it, whatever their numbers */
 	int family, server, nonblock, shut_rd, shut_wr, abortive;
 	int arena_fd, bell, peer_bell, hold_fd;      /* hold_fd: -1 when not shared */
 	uint64_t arena_size, seg_off, seg_size, ring_size[2];

@@ -45,7 +45,7 @@ void sys_init(void)
 	R(recvfrom); R(sendto); R(recvmsg); R(sendmsg); R(recvmmsg); R(sendmmsg);
 	R(sendfile); R(splice); R(poll); R(ppoll); R(select); R(pselect); R(epoll_create);
 	R(epoll_create1); R(epoll_ctl); R(epoll_wait); R(epoll_pwait); R(sigaction);
-	R(open); R(execve); R(execvpe); R(fexecve);
+	R(open); R(execve); R(execvpe); R(fexecve); R(posix_spawn); R(posix_spawnp);
 #undef R
 	*(void **)&sys_real.epoll_pwait2 = maybe("epoll_pwait2");
 	/* C libraries before 2.34 have neither: their callers make the system call. */

@@ -4,6 +4,7 @@
 #define USMC_SYS_H
 
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -60,6 +61,10 @@ struct sys_calls {
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[], char *const[]);
 };
 
 extern struct sys_calls sys_real;

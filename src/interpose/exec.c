@@ -7,10 +7,12 @@
  * and takes up the connections where they were: the peer notices nothing. If
  * the exec fails, the copies go and nothing changed. The next program must run
  * under usmc as well, so LD_PRELOAD is kept naming the library. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,72 +26,68 @@
 #include "init.h"
 
 #define HANDOVER_ENV "USMC_HANDOVER"
-#define HANDOVER_MAGIC 0x32564448u /* "HDV2" */
+#define HANDOVER_MAGIC 0x33564448u /* "HDV3" */
 #define HANDOVER_MAX 4096
 
-/* The memfd: this header, count records, then naliases aliases. */
+/* The memfd: this header, then count records. */
 struct handover_hdr {
 	uint32_t magic;
 	uint32_t count;
-	uint32_t naliases;
-	uint32_t pad;
 };
 
-/* One exec at a time builds its handover. */
+/* One exec or spawn at a time builds its handover: one record per connection,
+ * however many descriptors it has (inetd-style children dup2 the socket onto
+ * standard input, output and error). The next program finds every descriptor
+ * of it by the socket's inode, whatever numbers they got on the way. */
 static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	struct conn_export *x;
 	struct usock **owner;          /* whose record x[i] is */
 	uint32_t n, cap;
-	struct conn_alias *alias;
-	uint32_t naliases, alias_cap;
+	int share;                     /* spawn: we go on holding what we hand over */
 } ho;
-
-/* Room for one more of something ho keeps: grows *v (and *w alike, if given). */
-static int grow(void **v, void **w, size_t size, size_t wsize, uint32_t n, uint32_t *cap)
-{
-	if (n < *cap)
-		return 0;
-	uint32_t c = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, c * size);
-	if (nv)
-		*v = nv;
-	void *nw = nv && w ? realloc(*w, c * wsize) : NULL;
-	if (nw)
-		*w = nw;
-	if (!nv || (w && !nw))
-		return -1;
-	*cap = c;
-	return 0;
-}
 
 static void collect(int fd, struct obj *o)
 {
 	struct usock *s = sock_of(o);
 	int fl;
 
-	if (!s || ho.n == HANDOVER_MAX || (fl = real.fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
+	if (!s || atomic_load(&s->mode) != MODE_SHM || ho.n == HANDOVER_MAX ||
+	    (fl = real.fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
 		return;
 	for (uint32_t i = 0; i < ho.n; i++)
-		if (ho.owner[i] == s) {
-			if (ho.naliases < HANDOVER_MAX &&
-			    grow((void **)&ho.alias, NULL, sizeof(*ho.alias), 0, ho.naliases,
-				 &ho.alias_cap) == 0)
-				ho.alias[ho.naliases++] = (struct conn_alias){fd, i};
+		if (ho.owner[i] == s)
 			return;
-		}
-	if (grow((void **)&ho.x, (void **)&ho.owner, sizeof(*ho.x), sizeof(*ho.owner), ho.n,
-		 &ho.cap) < 0)
+	if (ho.n == ho.cap) {
+		uint32_t cap = ho.cap ? ho.cap * 2 : 16;
+		struct conn_export *x = realloc(ho.x, cap * sizeof(*x));
+		if (x)
+			ho.x = x;
+		struct usock **w = x ? realloc(ho.owner, cap * sizeof(*w)) : NULL;
+		if (w)
+			ho.owner = w;
+		if (!x || !w)
+			return;
+		ho.cap = cap;
+	}
+	/* A spawned program becomes one more holder, as a forked child does. */
+	if (ho.share && conn_share(s) < 0)
 		return;
 	if (conn_export(s, fd, &ho.x[ho.n]) == 0)
 		ho.owner[ho.n++] = s;
+	else if (ho.share)
+		conn_unshare(s);
 }
 
-static void drop_exports(void)
+/* undo: the handover did not happen; a spawn's shares are taken back. */
+static void drop_exports(int undo)
 {
-	for (uint32_t i = 0; i < ho.n; i++)
+	for (uint32_t i = 0; i < ho.n; i++) {
 		conn_export_close(&ho.x[i]);
-	ho.n = ho.naliases = 0;
+		if (undo && ho.share)
+			conn_unshare(ho.owner[i]);
+	}
+	ho.n = 0;
 }
 
 /* The library's own path, for the next program's LD_PRELOAD. */
@@ -151,62 +149,113 @@ static void free_env(char **env)
 }
 
 /* Prepares the handover; returns the environment to exec with (NULL: envp as
- * it is) and leaves exec_lock held until handover_end(). */
-static char **handover_begin(char *const envp[], int *memfd)
+ * it is) and leaves exec_lock held until handover_end(). share: the caller
+ * goes on (posix_spawn), so what it hands over becomes shared. */
+static char **handover_begin(char *const envp[], int *memfd, int share)
 {
 	*memfd = -1;
 	pthread_mutex_lock(&exec_lock);
 	if (!usmc_active())
 		return NULL;
+	ho.share = share;
 	fdtab_foreach(collect);
 	if (!ho.n)
 		return NULL;
-	struct handover_hdr h = {HANDOVER_MAGIC, ho.n, ho.naliases, 0};
-	size_t len = ho.n * sizeof(ho.x[0]), alen = ho.naliases * sizeof(ho.alias[0]);
+	struct handover_hdr h = {HANDOVER_MAGIC, ho.n};
+	size_t len = ho.n * sizeof(ho.x[0]);
 	int fd = memfd_create("usmc-handover", 0);
 	char **env = NULL;
 	if (fd >= 0 && pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-	    pwrite(fd, ho.x, len, sizeof(h)) == (ssize_t)len &&
-	    (!alen || pwrite(fd, ho.alias, alen, (off_t)(sizeof(h) + len)) == (ssize_t)alen))
+	    pwrite(fd, ho.x, len, sizeof(h)) == (ssize_t)len)
 		env = handover_env(envp, fd);
 	if (!env) {
 		if (fd >= 0)
 			real.close(fd);
-		drop_exports();
+		drop_exports(1);
 		return NULL;
 	}
 	*memfd = fd;
 	return env;
 }
 
-/* The exec failed (it returns only then): nothing was handed over. */
-static void handover_end(char **env, int memfd)
+/* done: the program started (a spawn; an exec that returns failed), holding
+ * its own copies of what went with the handover. */
+static void handover_end(char **env, int memfd, int done)
 {
 	int e = errno;
 
 	if (memfd >= 0)
 		real.close(memfd);
-	drop_exports();
+	drop_exports(!done);
 	free_env(env);
 	pthread_mutex_unlock(&exec_lock);
 	errno = e;
 }
 
-/* The aliases of the records taken up into s[]: each descriptor that is still
- * the same socket as its record's gets the connection too. */
-static void adopt_aliases(int memfd, const struct handover_hdr *h, struct usock **s,
-			  const int *fds)
+/* Every socket descriptor of this process and its inode, from /proc/self/fd;
+ * 0 when it cannot be read. */
+static size_t socket_fds(int **fds, uint64_t **inodes)
 {
-	for (uint32_t i = 0; i < h->naliases; i++) {
-		struct conn_alias a;
-		off_t at = (off_t)(sizeof(*h) + h->count * sizeof(struct conn_export) + i * sizeof(a));
-		if (pread(memfd, &a, sizeof(a), at) != (ssize_t)sizeof(a))
-			return;
-		if (a.index >= h->count || !s[a.index] || a.fd < 0 || a.fd == fds[a.index] ||
-		    !sys_same_socket(a.fd, fds[a.index]))
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	size_t n = 0, cap = 0;
+
+	*fds = NULL;
+	*inodes = NULL;
+	while (d && (e = readdir(d))) {
+		char path[64], link[64];
+		unsigned long long ino;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t l = readlink(path, link, sizeof(link) - 1);
+		if (l <= 0 || (link[l] = 0, sscanf(link, "socket:[%llu]", &ino) != 1))
 			continue;
-		fdtab_alias(a.fd, &s[a.index]->o);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			int *f = realloc(*fds, cap * sizeof(*f));
+			if (f)
+				*fds = f;
+			uint64_t *i = f ? realloc(*inodes, cap * sizeof(*i)) : NULL;
+			if (i)
+				*inodes = i;
+			if (!f || !i)
+				break;
+		}
+		(*fds)[n] = atoi(e->d_name);
+		(*inodes)[n++] = ino;
 	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Takes up one record: on the first descriptor of its socket (its own number
+ * when /proc says nothing), with every other one as an alias. */
+static void adopt(struct conn_export *x, const int *fds, const uint64_t *inodes, size_t n)
+{
+	struct usock *s = NULL;
+	int type = 0;
+	socklen_t tl = sizeof(type);
+	size_t i = 0;
+
+	while (i < n && inodes[i] != x->inode)
+		i++;
+	if (i < n)
+		x->fd = fds[i];
+	/* The socket must still be a stream socket where it was. */
+	if ((n && i == n) || real.getsockopt(x->fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+	    type != SOCK_STREAM) {
+		conn_export_close(x);
+		return;
+	}
+	if (!(s = conn_import(x)))
+		return;
+	if (fdtab_set(x->fd, &s->o) < 0) {
+		usock_put(s);
+		return;
+	}
+	for (size_t k = i + 1; k < n; k++)
+		if (inodes[k] == x->inode)
+			fdtab_alias(fds[k], &s->o);
 }
 
 void exec_adopt(void)
@@ -214,8 +263,8 @@ void exec_adopt(void)
 	const char *v = getenv(HANDOVER_ENV);
 	char *end;
 	struct handover_hdr h;
-	struct usock **s = NULL;
-	int *fds = NULL;
+	int *fds;
+	uint64_t *inodes;
 
 	if (!v)
 		return;
@@ -223,33 +272,19 @@ void exec_adopt(void)
 	unsetenv(HANDOVER_ENV);
 	if (*end || fd < 0 || fd > 0x7fffffff)
 		return;
+	size_t n = socket_fds(&fds, &inodes);
 	if (pread((int)fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == HANDOVER_MAGIC &&
-	    h.count <= HANDOVER_MAX && h.naliases <= HANDOVER_MAX &&
-	    (s = calloc(h.count + 1, sizeof(*s))) && (fds = calloc(h.count + 1, sizeof(*fds)))) {
+	    h.count <= HANDOVER_MAX) {
 		for (uint32_t i = 0; i < h.count; i++) {
 			struct conn_export x;
-			int type = 0;
-			socklen_t tl = sizeof(type);
 			if (pread((int)fd, &x, sizeof(x), (off_t)(sizeof(h) + i * sizeof(x))) !=
 			    (ssize_t)sizeof(x))
 				break;
-			/* The socket must still be a stream socket where it was. */
-			if (real.getsockopt(x.fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
-			    type != SOCK_STREAM) {
-				conn_export_close(&x);
-				continue;
-			}
-			fds[i] = x.fd;
-			s[i] = conn_import(&x);
-			if (s[i] && fdtab_set(x.fd, &s[i]->o) < 0) {
-				usock_put(s[i]);
-				s[i] = NULL;
-			}
+			adopt(&x, fds, inodes, n);
 		}
-		adopt_aliases((int)fd, &h, s, fds);
 	}
-	free(s);
 	free(fds);
+	free(inodes);
 	real.close((int)fd);
 }
 
@@ -268,31 +303,59 @@ pid_t vfork(void)
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	int memfd;
-	char **env = handover_begin(envp, &memfd);
+	char **env = handover_begin(envp, &memfd, 0);
 
 	real.execve(path, argv, env ? env : envp);
-	handover_end(env, memfd);
+	handover_end(env, memfd, 0);
 	return -1;
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	int memfd;
-	char **env = handover_begin(envp, &memfd);
+	char **env = handover_begin(envp, &memfd, 0);
 
 	real.execvpe(file, argv, env ? env : envp);
-	handover_end(env, memfd);
+	handover_end(env, memfd, 0);
 	return -1;
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	int memfd;
-	char **env = handover_begin(envp, &memfd);
+	char **env = handover_begin(envp, &memfd, 0);
 
 	real.fexecve(fd, argv, env ? env : envp);
-	handover_end(env, memfd);
+	handover_end(env, memfd, 0);
 	return -1;
+}
+
+/* posix_spawn(): the C library's child execs out of our sight, so the handover
+ * is made here, in the parent, which goes on holding the connections it hands
+ * over (as at fork). The program finds them wherever the file actions put them. */
+static int spawn(int (*fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]),
+		 pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	int memfd;
+	char **env = handover_begin(envp, &memfd, 1);
+	int r = fn(pid, file, fa, attr, argv, env ? env : envp);
+
+	handover_end(env, memfd, r == 0);
+	return r;
+}
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(real.posix_spawn, pid, path, fa, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(real.posix_spawnp, pid, file, fa, attr, argv, envp);
 }
 
 int execv(const char *path, char *const argv[])

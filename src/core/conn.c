@@ -384,6 +384,7 @@ int conn_listen(struct usock *s, int fd, int backlog)
 		lgr_server_listener_gone();
 		return r;
 	}
+	stat_open();
 	s->bound = ss;
 	s->registered = 1;
 	atomic_store(&s->mode, MODE_LISTEN);

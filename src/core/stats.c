@@ -57,7 +57,7 @@ static struct stats_file *stats_map(void)
 	return f;
 }
 
-void stat_add(enum stat_id id, uint64_t n)
+static struct stats_file *stats_file(void)
 {
 	struct stats_file *f = atomic_load_explicit(&mapped, memory_order_acquire);
 
@@ -70,7 +70,17 @@ void stat_add(enum stat_id id, uint64_t n)
 		}
 		pthread_mutex_unlock(&map_lock);
 	}
-	atomic_fetch_add_explicit(&f->v[id], n, memory_order_relaxed);
+	return f;
+}
+
+void stat_open(void)
+{
+	stats_file();
+}
+
+void stat_add(enum stat_id id, uint64_t n)
+{
+	atomic_fetch_add_explicit(&stats_file()->v[id], n, memory_order_relaxed);
 }
 
 void stat_fallback(enum stat_side side, enum decline reason)

@@ -72,6 +72,11 @@ unsigned stat_ring_bucket(uint64_t size);
 /* Adds to this process's counters; maps the file on first use. Never fails
  * visibly: without a runtime directory the counts are kept in memory only. */
 void stat_add(enum stat_id id, uint64_t n);
+/* Maps the file now rather than on first use. A listener's children inherit the
+ * mapping: a prefork worker that drops privileges before its first connection
+ * could not create a file in the run directory any more, and its counts would
+ * stay invisible. */
+void stat_open(void);
 void stat_fallback(enum stat_side side, enum decline reason);
 /* A connection attached, with the rings this end writes and reads. */
 void stat_accel(enum stat_side side, uint64_t tx_size, uint64_t rx_size);

@@ -228,11 +228,12 @@ stat_value() {
     echo "$value"
 }
 
-# expect_accelerated BYTES: shared memory carried at least BYTES in the scenario's rundir.
+# expect_accelerated BYTES: shared memory carried at least BYTES in the scenario's rundir, and
+# both the connecting and the accepting side counted accelerated connections of their own.
 # The last receiver may still be draining its ring when its peer has finished, so the byte
 # counters get a bounded time to reach BYTES before the verdict.
 expect_accelerated() {
-    local want=$1 sent recv conns
+    local want=$1 sent recv conns side
     accelerating || { log "plain mode: acceleration not checked"; return 0; }
     for _ in $(seq 100); do
         recv=$(stat_value bytes_recv_shm)
@@ -243,6 +244,11 @@ expect_accelerated() {
     sent=$(stat_value bytes_sent_shm)
     log "stats: conn_accelerated=$conns bytes_sent_shm=$sent bytes_recv_shm=$recv (expected >= $want)"
     [ "$conns" -gt 0 ] || fail "no connection was accelerated"
+    for side in client server; do
+        conns=$(stat_value ${side}_conn_accelerated)
+        log "stats: ${side}_conn_accelerated=$conns"
+        [ "$conns" -gt 0 ] || fail "no connection was accelerated on the $side side"
+    done
     [ "$sent" -ge "$want" ] || fail "bytes_sent_shm $sent < $want"
     [ "$recv" -ge "$want" ] || fail "bytes_recv_shm $recv < $want"
 }
@@ -282,15 +288,21 @@ veth() {
     ip -n "$4" link set "$5" up
 }
 
-# start_nginx NAME ADDR PORT MODE: one nginx worker in the foreground, its prefix, config
-# and logs under $WORK/NAME, serving $WORK/NAME/www.
+# start_nginx NAME ADDR PORT MODE [WORKERS]: nginx in the foreground, its prefix, config and
+# logs under $WORK/NAME, serving $WORK/NAME/www. Without WORKERS, one process serves; with it,
+# a master forks WORKERS workers, which drop privileges to nobody as they do in production.
 start_nginx() {
-    local prefix=$WORK/$1
+    local prefix=$WORK/$1 processes='master_process off;
+worker_processes 1;'
+    if [ -n "${5-}" ]; then
+        processes="worker_processes $5;"
+        # The workers, as nobody, read the files they serve.
+        chmod 711 "$WORK"
+    fi
     mkdir -p "$prefix/www" "$prefix/tmp"
     cat >"$prefix/nginx.conf" <<CONF
 daemon off;
-master_process off;
-worker_processes 1;
+$processes
 pid $prefix/nginx.pid;
 error_log $prefix/error.log warn;
 events { worker_connections 1024; }

@@ -1,6 +1,6 @@
 /* Users are the trust boundary, and the run directory's permissions draw it.
  *
- * usage: other_user nobody|squatted      (as root; otherwise it exits 77: skipped)
+ * usage: other_user nobody|squatted|worker     (as root; otherwise it exits 77: skipped)
  *   nobody    while root's processes hold an accelerated connection, a fresh program runs
  *             as nobody, under usmc, with the same USMC_RUNDIR. It can neither list, read
  *             nor write the run directory (mode 0700), nor reach a control socket, nor
@@ -10,7 +10,11 @@
  *   squatted  nobody made the run directory first, world-writable (as anyone can under
  *             /tmp): root's library must not use it (nobody could replace a listener's
  *             entry and receive root's sockets): root's connections fall back, exact,
- *             and nothing of root's appears in it. */
+ *             and nothing of root's appears in it.
+ *   worker    a prefork server: root listens, then forks a worker that becomes nobody
+ *             before its first connection, as nginx's do. Nobody can no longer create
+ *             anything in the run directory, yet the worker's connections are accelerated,
+ *             and run.sh requires the worker's side to have counted them. */
 #include "faults.h"
 
 #include <fcntl.h>
@@ -284,6 +288,41 @@ static void squatted(void)
     printf("squatted: root's connection fell back, exact, and left nothing there\n");
 }
 
+static void worker(void)
+{
+    struct fl_chan ch, wch;
+
+    fl_chan_init(&ch);
+    pid_t master = fl_fork();
+    if (master == 0) {
+        uint16_t port;
+        fl_chan_side(&ch, 1);
+        int l = fl_listen(&port);
+        fl_chan_init(&wch);
+        pid_t w = fl_fork();
+        if (w == 0) {
+            fl_chan_side(&wch, 1);
+            become_nobody();
+            fl_post(&wch, 1);
+            fl_echo_server(l);
+        }
+        fl_chan_side(&wch, 0);
+        fl_wait(&wch);
+        fl_post(&ch, port);
+        /* The master keeps its listener and accepts nothing, until the test is over. */
+        fl_wait(&ch);
+        kill(w, SIGKILL);
+        fl_reap(w);
+        _exit(0);
+    }
+    fl_chan_side(&ch, 0);
+    fl_probe_accelerated((uint16_t)fl_wait(&ch), 3 * ROUND);
+    fl_post(&ch, 1);
+    if (fl_reap(master) != 0)
+        FAIL("the master failed");
+    printf("worker: the connection to the worker running as nobody was accelerated\n");
+}
+
 int main(int argc, char **argv)
 {
     fl_start(50);
@@ -291,8 +330,9 @@ int main(int argc, char **argv)
         return as_nobody(argv + 2);
     if (argc >= 3 && !strcmp(argv[1], "squat_victim"))
         return squat_victim(argv + 2);
-    if (argc != 2 || (strcmp(argv[1], "nobody") && strcmp(argv[1], "squatted"))) {
-        fprintf(stderr, "usage: other_user nobody|squatted\n");
+    if (argc != 2 ||
+        (strcmp(argv[1], "nobody") && strcmp(argv[1], "squatted") && strcmp(argv[1], "worker"))) {
+        fprintf(stderr, "usage: other_user nobody|squatted|worker\n");
         return 2;
     }
     if (geteuid() != 0) {
@@ -305,7 +345,9 @@ int main(int argc, char **argv)
     self[n] = 0;
     if (!strcmp(argv[1], "nobody"))
         nobody();
-    else
+    else if (!strcmp(argv[1], "squatted"))
         squatted();
+    else
+        worker();
     return 0;
 }

@@ -51,6 +51,7 @@ tests=(
     "many_connections|many_connections 10000|conn_accelerated>1 fallback_memory>0|"
     "other_user_nobody|other_user nobody|conn_accelerated>1 fallback_peer_not_usmc>0|"
     "other_user_squatted|other_user squatted||"
+    "other_user_worker|other_user worker|server_conn_accelerated>0 client_conn_accelerated>0|"
     "rlimit_nofile_client|rlimits nofile_client|conn_accelerated>5 conn_fallback>0|"
     "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
     "rlimit_as_client|rlimits as_client|conn_accelerated>5 fallback_memory>0|"

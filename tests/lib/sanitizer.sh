@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The sanitizer a usmc build was made with (make SAN=...), for suites that build programs to run
 # against it: a program that loads a sanitized library must carry the same runtime.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds usmc (plain and with AddressSanitizer/UBSan) and runs every test suite.
-# Exit status 0 only when the dependencies, both builds and all suites succeed.
+# Builds usmc (plain, with AddressSanitizer/UBSan and with ThreadSanitizer) and runs every test
+# suite. Exit status 0 only when the dependencies, the three builds and all suites succeed.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -24,6 +24,7 @@ make -j"$jobs" || die "make failed"
 
 step "build with sanitizers"
 make -j"$jobs" SAN=asan || die "make SAN=asan failed"
+make -j"$jobs" SAN=tsan || die "make SAN=tsan failed"
 
 step "tests"
 tests/run-all.sh

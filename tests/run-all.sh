@@ -39,9 +39,20 @@ for suite in unit conformance faults apps tools fuzz bench install policy; do
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi
 done
+# Again against the sanitizer builds (make SAN=asan, SAN=tsan) where they exist. Under ASan/UBSan,
+# every suite that runs the library (bench: its smoke run) but install, which packages the plain
+# build (policy covers the linked library). Under TSan, the conformance and fault programs that
+# run threads (the unit suite has its own TSan build).
 if [ -d build-asan ]; then
-    for suite in conformance faults apps; do
-        run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
+    for suite in conformance faults apps tools policy bench; do
+        if [ -e "tests/$suite/run.sh" ]; then
+            run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
+        fi
+    done
+fi
+if [ -d build-tsan ]; then
+    for suite in conformance faults; do
+        run_suite "$suite-tsan" USMC_BUILD=build-tsan bash "tests/$suite/run.sh"
     done
 fi
 

@@ -50,7 +50,8 @@ struct usock {
 	int server;                 /* accepted side */
 	int nonblock;               /* O_NONBLOCK of the open file, as last set */
 	int connected;              /* the TCP handshake completed */
-	int shut_rd, shut_wr;
+	/* Read without the locks by every thread polling or waiting on the socket. */
+	_Atomic int shut_rd, shut_wr;
 	int abortive;               /* SO_LINGER {1, 0}: close sends RST */
 	int closing_fin;            /* closed: the kernel ends the socket with FIN */
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */

@@ -65,6 +65,15 @@ static void arena_free(struct arena *a)
 	free(a);
 }
 
+/* Always under the link group's own lock, whatever else is held: connections
+ * closing in other threads drop their references under it alone. */
+static void lgr_hold(struct lgr *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->refs++;
+	pthread_mutex_unlock(&g->lock);
+}
+
 void lgr_put(struct lgr *g)
 {
 	pthread_mutex_lock(&g->lock);
@@ -130,11 +139,8 @@ struct lgr *lgr_client_get(const char *path)
 			}
 		}
 	}
-	if (g) {
-		pthread_mutex_lock(&g->lock);
-		g->refs++;
-		pthread_mutex_unlock(&g->lock);
-	}
+	if (g)
+		lgr_hold(g);
 	pthread_mutex_unlock(&clients_lock);
 	return g;
 }
@@ -697,7 +703,7 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	n->p = *p;
 	memcpy(n->fds, fds, sizeof(n->fds));
 	n->born_ns = sys_now_ns();
-	g->refs++;
+	lgr_hold(g);
 	n->next = srv.unresolved;
 	srv.unresolved = n;
 	return;
@@ -894,9 +900,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 		if (srv.last)
 			lgr_put(srv.last);
 		srv.last = hit->lgr;
-		pthread_mutex_lock(&srv.last->lock);
-		srv.last->refs++;
-		pthread_mutex_unlock(&srv.last->lock);
+		lgr_hold(srv.last);
 	}
 	if (!hit) {
 		/* A proposal aimed at us from a client port that arrived from another

@@ -12,7 +12,18 @@
 
 struct sys_calls sys_real;
 int sys_ready;
-static void *libc;
+
+/* Opened only when needed, never while a sanitizer runtime calls in ahead of the
+ * program's start: a dlopen() that early runs the C library's initialisation
+ * before its time, with no environment, and getenv() finds nothing from then on. */
+static void *libc_handle(void)
+{
+	static void *libc;
+
+	if (!libc)
+		libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+	return libc;
+}
 
 static void *must(const char *name)
 {
@@ -20,8 +31,8 @@ static void *must(const char *name)
 
 	/* A program linked with the C library ahead of us has no next definition
 	 * after ours: libc's own is the real one. */
-	if (!p && libc)
-		p = dlsym(libc, name);
+	if (!p && libc_handle())
+		p = dlsym(libc_handle(), name);
 	if (!p) {
 		fprintf(stderr, "usmc: cannot resolve %s: %s\n", name, dlerror());
 		abort();
@@ -37,7 +48,6 @@ static void *maybe(const char *name)
 
 void sys_init(void)
 {
-	libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
 #define R(n) (*(void **)&sys_real.n = must(#n))
 	R(socket); R(connect); R(bind); R(listen); R(accept4); R(close);
 	R(shutdown); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(setsockopt);
@@ -56,6 +66,8 @@ void sys_init(void)
 
 int sys_libc_first(void)
 {
+	void *libc = libc_handle();
+
 	return libc && dlsym(RTLD_DEFAULT, "socket") == dlsym(libc, "socket");
 }
 

@@ -167,8 +167,14 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	lib_path(lib);
 	const char *old = getenv("LD_PRELOAD");
-#ifdef USMC_SANITIZER_RUNTIME
-	/* A sanitizer build needs its runtime loaded before anything else. */
+#if defined(USMC_SANITIZER_RUNTIME) && defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer goes after us: its interceptors call the next definition of
+	 * sigaction() while the runtime starts, and ours, instrumented, cannot run before
+	 * the runtime has set up the calling thread. */
+	snprintf(pre, sizeof(pre), "%s:%s%s%s", lib, USMC_SANITIZER_RUNTIME, old && *old ? ":" : "",
+		 old ? old : "");
+#elif defined(USMC_SANITIZER_RUNTIME)
+	/* AddressSanitizer needs its runtime loaded before anything else. */
 	snprintf(pre, sizeof(pre), "%s:%s%s%s", USMC_SANITIZER_RUNTIME, lib, old ? ":" : "",
 		 old ? old : "");
 	if (!getenv("ASAN_OPTIONS"))

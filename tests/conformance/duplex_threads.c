@@ -1,6 +1,7 @@
 /* A reader thread and a writer thread on the same socket at once, on both ends: 24 MiB each
  * way, both streams verified.
  * usmc-expect: accelerated data */
+/* threads */
 #include "common.h"
 
 #define TOTAL (24u << 20)

@@ -1,6 +1,7 @@
 /* recv(MSG_WAITALL) returns only once the whole request arrived, however the peer split it;
  * at EOF it returns what it had.
  * usmc-expect: accelerated data */
+/* threads */
 #include "common.h"
 
 #define PIECES 8

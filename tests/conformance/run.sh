@@ -8,7 +8,11 @@
 #   --plain-only  only check that each program succeeds on plain TCP
 #   NAME          run only these programs (file names with or without .c)
 # USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build); programs are
-#                 compiled into DIR/tests/conformance.
+#                 compiled into DIR/tests/conformance. With a ThreadSanitizer build
+#                 (make SAN=tsan) only the programs with a `/* threads */` line run by
+#                 default, built with -fsanitize=thread: races between their threads
+#                 inside the library are reported.
+# A sanitizer report on either run fails the program.
 # Programs listed in known-differences are reported as skipped while they differ
 # and fail when they stop differing (so the list is kept true).
 set -uo pipefail
@@ -21,6 +25,9 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 out=$build/tests/conformance
 usmc=$build/bin/usmc
 cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread)
+. "$root/tests/lib/sanitizer.sh"
+san=$(san_of "$build")
+[ "$san" = tsan ] && cflags+=(-fsanitize=thread)
 
 plain_only=0
 names=()
@@ -28,7 +35,7 @@ for arg; do
     case $arg in
     --plain-only) plain_only=1 ;;
     -h | --help)
-        sed -n '2,11s/^# \{0,1\}//p' "$0"
+        sed -n '2,17s/^# \{0,1\}//p' "$0"
         exit 0
         ;;
     -*)
@@ -45,7 +52,9 @@ if [ ${#names[@]} -eq 0 ]; then
     for src in "$here"/*.c; do
         name=${src##*/}
         name=${name%.c}
-        [ "$name" = common ] || names+=("$name")
+        [ "$name" = common ] && continue
+        [ "$san" = tsan ] && ! grep -q '^/\* threads \*/$' "$src" && continue
+        names+=("$name")
     done
 fi
 
@@ -126,6 +135,10 @@ run_one() {
 
     timeout 60 "$bin" >"$plain" 2>"$plain.err"
     rc_plain=$?
+    if san_reports "$plain.err"; then
+        fail "$name" "sanitizer report on plain TCP" "$plain.err"
+        return
+    fi
     if [ $rc_plain -ne 0 ]; then
         fail "$name" "plain TCP run exited $rc_plain" "$plain" "$plain.err"
         return
@@ -145,6 +158,10 @@ run_one() {
     "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
     rm -rf "$rundir"
 
+    if san_reports "$usmcout.err"; then
+        fail "$name" "sanitizer report under usmc" "$usmcout.err"
+        return
+    fi
     echo "exit $rc_plain" >>"$plain"
     echo "exit $rc_usmc" >>"$usmcout"
     if ! diff -u --label plain --label usmc "$plain" "$usmcout" >"$out/$name.diff"; then

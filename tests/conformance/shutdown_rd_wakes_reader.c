@@ -1,6 +1,7 @@
 /* A thread blocked in read returns 0 when another thread shuts the socket down for reading;
  * writing still works afterwards.
  * usmc-expect: accelerated data */
+/* threads */
 #include "common.h"
 
 struct blocked {

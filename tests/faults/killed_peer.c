@@ -16,6 +16,7 @@
  *                first stream, then exactly the heir's bytes, then its EOF, and the heir
  *                reads the server's answer
  * BOUND_MS is generous (a hang is what it catches, not a slow answer). */
+/* threads */
 #include "faults.h"
 
 #include <pthread.h>

@@ -6,7 +6,9 @@
 #
 # usage: run.sh [NAME...]     (default: every test in the table below)
 # USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build); programs are
-#                 compiled into DIR/tests/faults.
+#                 compiled into DIR/tests/faults. With a ThreadSanitizer build (make SAN=tsan)
+#                 only the tests whose program has a `/* threads */` line run, built with
+#                 -fsanitize=thread. A sanitizer report fails the test.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +19,9 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 out=$build/tests/faults
 usmc=$build/bin/usmc
 cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -I"$root/src/core")
+. "$root/tests/lib/sanitizer.sh"
+san=$(san_of "$build")
+[ "$san" = tsan ] && cflags+=(-fsanitize=thread)
 
 # name | program and arguments | stats expectations (counter>N or counter==N) | environment
 tests=(
@@ -126,6 +131,10 @@ run_one() {
     rc=$?
     "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
     rm -rf "$rundir"
+    if san_reports "$log"; then
+        fail "$name" "sanitizer report" "$log"
+        return
+    fi
     if [ $rc -eq 77 ]; then
         echo "SKIP $name: $(tail -n 1 "$log")"
         skipped=$((skipped + 1))
@@ -156,6 +165,9 @@ for t in "${tests[@]}"; do
         want=0
         for a; do [ "$a" = "$name" ] && want=1; done
         [ $want -eq 1 ] || continue
+    elif [ "$san" = tsan ]; then
+        read -r prog _ <<<"$cmd"
+        grep -q '^/\* threads \*/$' "$here/$prog.c" || continue
     fi
     run_one "$name" "$cmd" "$expect" "$env"
 done

@@ -6,6 +6,7 @@
  * usage: stopped_peer
  * The blocked writer's thread may use at most CPU_MAX_MS of CPU time over STOPPED_MS: a
  * writer that spins uses all of it. */
+/* threads */
 #include "faults.h"
 
 #include <fcntl.h>

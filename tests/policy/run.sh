@@ -8,13 +8,15 @@ set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/echo.sh
+. tests/lib/sanitizer.sh
 build=${USMC_BUILD:-build}
 USMC=$PWD/$build/bin/usmc
 ECHO=$WORK/smc_echo
 BYTES=300000
 
-cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/smc_echo.c -L"$build/lib" \
-    -Wl,-rpath,"$PWD/$build/lib" -lusmc -o "$ECHO" 2>"$WORK/cc.log"
+# shellcheck disable=SC2046 # a list of flags
+cc -std=c11 -Wall -Wextra -Werror $(san_cflags "$build") -Iinclude examples/smc_echo.c \
+    -L"$build/lib" -Wl,-rpath,"$PWD/$build/lib" -lusmc -o "$ECHO" 2>"$WORK/cc.log"
 check "the example builds against $build" '[ -x "$ECHO" ]' "$WORK/cc.log"
 
 # pair NAME SERVER_RULES CLIENT_RULES SERVER_ADDR CLIENT_ADDR [tcp]: both ends under usmc run,

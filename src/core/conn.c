@@ -303,16 +303,30 @@ void conn_atfork_child(void)
 	atomic_store(&my_pid, 0);
 }
 
+/* How often a process accepting on a port marked ambiguous looks whether the
+ * others have gone (a reload's old workers finishing their connections). */
+#define RECLAIM_NS 1000000000ull
+
 /* A listener's first accept in this process: claim it in the registry, which
- * marks the port ambiguous when another live process accepts on it too. */
+ * marks the port ambiguous when another live process accepts on it too. While
+ * it is so marked, claim again now and then: the last one left clears it. */
 static void claim_listener(struct usock *l)
 {
 	pid_t me = atomic_load_explicit(&my_pid, memory_order_relaxed);
 
 	if (!me)
 		atomic_store_explicit(&my_pid, me = getpid(), memory_order_relaxed);
-	if (atomic_load_explicit(&l->accepting, memory_order_relaxed) == me || !l->registered)
+	if (!l->registered)
 		return;
+	if (atomic_load_explicit(&l->accepting, memory_order_relaxed) == me) {
+		if (!registry_port_shared((struct sockaddr *)&l->bound))
+			return;
+		uint64_t now = sys_now_ns(), due = atomic_load_explicit(&l->reclaim_ns,
+									 memory_order_relaxed);
+		if (now < due || !atomic_compare_exchange_strong(&l->reclaim_ns, &due,
+								 now + RECLAIM_NS))
+			return;
+	}
 	atomic_store_explicit(&l->accepting, me, memory_order_relaxed);
 	registry_claim_acceptor((struct sockaddr *)&l->bound);
 }

@@ -73,6 +73,7 @@ struct usock {
 	int registered;
 	int forked;                 /* listener: inherited across fork() */
 	_Atomic int accepting;      /* listener: pid that claimed it, 0 before */
+	_Atomic uint64_t reclaim_ns; /* listener on an ambiguous port: when to claim again */
 	_Atomic uint64_t netns_cookie; /* listener: its namespace's cookie, 0 until known */
 	struct epreg *regs;         /* epoll registrations naming this socket */
 	struct usock *pending_next; /* in lgr->pending */

@@ -24,8 +24,12 @@
 #define NPORTS 65536
 #define TARGET_MAX 4000
 /* The ports file: NPORTS 16-bit registration counters, then NPORTS process ids,
- * the one process that accepts on each port. */
-#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4)
+ * the one process that accepts on each port (or ACCEPTORS_MANY), then for each
+ * port the processes that claimed it, ACCEPTOR_SLOTS of them: what tells, once
+ * the others are gone, that one is left. The file is sparse: only the ports in
+ * use take memory. */
+#define ACCEPTOR_SLOTS 8
+#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS)
 
 static _Atomic uint16_t *_Atomic ports;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,6 +73,11 @@ static _Atomic uint16_t *ports_map(void)
 static _Atomic uint32_t *acceptor_of(_Atomic uint16_t *p, unsigned port)
 {
 	return (_Atomic uint32_t *)(void *)(p + NPORTS) + port;
+}
+
+static _Atomic uint32_t *claimants_of(_Atomic uint16_t *p, unsigned port)
+{
+	return (_Atomic uint32_t *)(void *)(p + NPORTS) + NPORTS + (size_t)port * ACCEPTOR_SLOTS;
 }
 
 static void link_path(char *buf, size_t len, unsigned port)
@@ -214,36 +223,75 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 		return -1;
 	}
 	atomic_store(acceptor_of(p, port), 0);
+	for (int i = 0; i < ACCEPTOR_SLOTS; i++)
+		atomic_store(&claimants_of(p, port)[i], 0);
 	atomic_fetch_add(&p[port], 1);
 	return 0;
+}
+
+static int alive(uint32_t pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Notes me among the port's claimants, freeing the slots of processes that
+ * exited; returns how many others are alive. Full of live others: at least one. */
+static unsigned claimants_note(_Atomic uint32_t *c, uint32_t me)
+{
+	unsigned others = 0;
+	int noted = 0;
+
+	for (int i = 0; i < ACCEPTOR_SLOTS; i++) {
+		uint32_t v = atomic_load(&c[i]);
+		if (v == me)
+			noted = 1;
+		else if (v && !alive(v))
+			atomic_compare_exchange_strong(&c[i], &v, 0);
+		else if (v)
+			others++;
+	}
+	for (int i = 0; i < ACCEPTOR_SLOTS && !noted; i++) {
+		uint32_t free_slot = 0;
+		noted = atomic_compare_exchange_strong(&c[i], &free_slot, me);
+	}
+	return others + !noted;
 }
 
 int registry_claim_acceptor(const struct sockaddr *bound)
 {
 	_Atomic uint16_t *p = ports_map();
-	uint32_t me = (uint32_t)getpid(), cur = 0;
+	uint32_t me = (uint32_t)getpid();
 
 	if (!p)
 		return -1;
-	_Atomic uint32_t *a = acceptor_of(p, addr_port(bound));
-	while (!atomic_compare_exchange_weak(a, &cur, me)) {
-		if (cur == me)
-			return 0;
-		if (cur == ACCEPTORS_MANY)
-			return -1;
-		/* An acceptor that exited (a worker replaced on reload) leaves its place. */
-		if (kill((pid_t)cur, 0) == 0 || errno != ESRCH) {
-			/* Two live processes take connections from one listening socket
-			 * (prefork workers). A proposal reaches the one process holding
-			 * its client's control channel while the kernel hands the
-			 * connection to either: new clients stay on TCP, and those still
-			 * waiting for an attach give up. The mark lives in the mapped
-			 * file, so workers that dropped privileges can set it. */
-			atomic_store(a, ACCEPTORS_MANY);
-			return -1;
-		}
+	unsigned port = addr_port(bound);
+	_Atomic uint32_t *a = acceptor_of(p, port), *c = claimants_of(p, port);
+	/* Two live processes take connections from one listening socket (prefork
+	 * workers, or a worker and the one replacing it at a reload). A proposal
+	 * reaches the one process holding its client's control channel while the
+	 * kernel hands the connection to either: new clients stay on TCP, and
+	 * those still waiting for an attach give up. The mark lives in the mapped
+	 * file, so workers that dropped privileges can set it, and it goes when
+	 * one claimant is left. Each writes its pid, then counts the others: of
+	 * two arriving together, one at least sees the other. */
+	if (claimants_note(c, me)) {
+		atomic_store(a, ACCEPTORS_MANY);
+		return -1;
+	}
+	atomic_store(a, me);
+	if (claimants_note(c, me)) {
+		atomic_store(a, ACCEPTORS_MANY);
+		return -1;
 	}
 	return 0;
+}
+
+int registry_port_shared(const struct sockaddr *bound)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	return p && atomic_load_explicit(acceptor_of(p, addr_port(bound)), memory_order_relaxed) ==
+			    ACCEPTORS_MANY;
 }
 
 void registry_remove(const struct sockaddr *bound, const char *ctl_name)

@@ -22,8 +22,11 @@
 int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name);
 void registry_remove(const struct sockaddr *bound, const char *ctl_name);
 /* The calling process accepts on the listener. Returns 0 while it is the only
- * process doing so; otherwise marks the port ambiguous and returns -1. */
+ * live process doing so (clearing the mark once the others have exited);
+ * otherwise marks the port ambiguous and returns -1. */
 int registry_claim_acceptor(const struct sockaddr *bound);
+/* Whether the port is marked ambiguous: several processes accept on it. */
+int registry_port_shared(const struct sockaddr *bound);
 /* Whether the entry that sent a client to path is still what it was. */
 int registry_still(const struct sockaddr *dst, const char *path);
 /* On success fills path (the listener's control socket) and returns 0; otherwise

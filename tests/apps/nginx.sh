@@ -82,6 +82,21 @@ reload_under_load() {
     done
     wait "$load" || fail "wrk under reloads failed"
     download acc "http://127.0.0.1:$port/page.bin" "$prefix/www/page.bin"
+    if [ "$2" = 1 ] && accelerating; then
+        # The old workers are gone: the one left clears the mark at its next accept
+        # after a second, and the connections after that are accelerated again.
+        sleep 1.2
+        download acc "http://127.0.0.1:$port/page.bin" "$prefix/www/page.bin"
+        local acc0 amb0
+        acc0=$(stat_value client_conn_accelerated) amb0=$(stat_value fallback_ambiguous_listener)
+        run_wrk "$name-after" "http://127.0.0.1:$port/page.bin" "$prefix/www/page.bin" -d2s \
+            -H 'Connection: close'
+        [ "$(stat_value client_conn_accelerated)" -gt "$acc0" ] ||
+            fail "after the reloads, new connections stay on TCP"
+        [ "$(stat_value fallback_ambiguous_listener)" -eq "$amb0" ] ||
+            fail "after the reloads, the port is still taken for several acceptors"
+        log "after the reloads: accelerated again"
+    fi
     stop "$name"
     nginx_clean "$name"
 }
@@ -89,7 +104,7 @@ reload_under_load() {
 reload_under_load reload1 1
 expect_accelerated $((page_size * 16))
 # The new worker accepts while the old one finishes: for that moment two live processes
-# accept from the port, which marks it ambiguous for as long as nginx runs.
+# accept from the port, which marks it ambiguous until the old one has gone.
 accelerating && log "stats: fallback_ambiguous_listener=$(stat_value fallback_ambiguous_listener)"
 
 reload_under_load reload2 2

@@ -617,9 +617,11 @@ uint64_t fl_stat_self(enum stat_id id)
 
 void fl_tally(struct fl_tally *t)
 {
-    t->accel = fl_stat_self(STAT_CONN_ACCEL);
+    /* The connecting side's counters: a server forked from this process after its
+     * listener mapped the file counts its own side into the same file. */
+    t->accel = fl_stat_self(stat_side_id(SIDE_CLIENT, SIDE_ACCEL));
     for (int r = 0; r < DECL_MAX; r++)
-        t->fallback[r] = fl_stat_self((enum stat_id)(STAT_FALLBACK_REASON + r));
+        t->fallback[r] = fl_stat_self(stat_side_id(SIDE_CLIENT, (enum side_stat)(SIDE_REASON + r)));
 }
 
 const char *fl_outcome(const struct fl_tally *before)

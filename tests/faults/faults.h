@@ -131,7 +131,7 @@ uint64_t fl_stat(pid_t pid, enum stat_id id);
  * from its mapping of the stats file: it holds even when the file is gone, and is 0 when it
  * was never mapped. */
 uint64_t fl_stat_self(enum stat_id id);
-/* What became of this process's latest connection, from its own counters: take a tally
+/* What became of this process's latest connection, from its connecting side's counters: take a tally
  * before, then fl_outcome() names it: "accelerated", the fallback reason, or "nothing". */
 struct fl_tally {
     uint64_t accel, fallback[DECL_MAX];

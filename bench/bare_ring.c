@@ -1,13 +1,15 @@
 /* The bare limit: what two processes on this machine reach when they share a memfd ring and do
  * nothing else: single producer, single consumer, 64-bit monotonic cursors on separate cache
  * lines, one memcpy per side, spinning instead of sleeping. No socket, no library, no
- * validation: the ceiling that every transport in the benchmark is compared with.
+ * validation: the ceiling that every transport in the benchmark is compared with. The producer
+ * copies in as usmc's rings do (src/core/streamcopy.h), the consumer copies out with memcpy.
  *   bare_ring latency SIZE SECONDS     ping-pong; prints the average one-way latency in usec
  *                                      (half the round trip, as sockperf reports it)
  *   bare_ring throughput SIZE SECONDS  one-way stream; prints MBps (2^20 bytes/s, as sockperf)
  * The consumer (the "server") runs on the first CPU the process may use, the producer on the
  * second: run it under `taskset -c 0,1`. */
 #include "measure.h"
+#include "../src/core/streamcopy.h"
 
 #include <sched.h>
 #include <stdalign.h>
@@ -69,8 +71,8 @@ static int produce(struct end *e, const void *buf, size_t len)
         relax();
     }
     size_t at = e->mine % RING_SIZE, first = len < RING_SIZE - at ? len : RING_SIZE - at;
-    memcpy(e->ring->data + at, buf, first);
-    memcpy(e->ring->data, (const char *)buf + first, len - first);
+    stream_copy(e->ring->data + at, buf, first);
+    stream_copy(e->ring->data, (const char *)buf + first, len - first);
     e->mine += len;
     atomic_store_explicit(&e->ring->head, e->mine, memory_order_release);
     return 0;

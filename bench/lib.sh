@@ -227,14 +227,15 @@ bench_begin() {
     trap 'exit 143' TERM
 }
 
-# build_programs: the benchmark's own C programs, into build/bench/, rebuilt when a source changed.
+# build_programs: the benchmark's own C programs, into build/bench/, rebuilt when a source or a
+# header they use (bench/*.h, the ring copy of src/core/streamcopy.h) changed.
 build_programs() {
     local prog srcs
     mkdir -p "$BIN"
     for prog in msgrate connrate idle bare_ring; do
         srcs=("$BENCH_DIR/$prog.c")
         [ "$prog" = bare_ring ] || srcs+=("$BENCH_DIR/endpoint.c")
-        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h -newer "$BIN/$prog")" ]; then
+        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h "$ROOT/src/core/streamcopy.h" -newer "$BIN/$prog")" ]; then
             ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -o "$BIN/$prog" "${srcs[@]}" ||
                 return 1
         fi

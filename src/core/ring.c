@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "streamcopy.h"
+
 void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *data,
 		   uint64_t size)
 {
@@ -63,7 +65,7 @@ static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const s
 			size_t chunk = size - off < l ? (size_t)(size - off) : l;
 
 			if (to_ring)
-				memcpy(data + off, b, chunk);
+				stream_copy(data + off, b, chunk);
 			else
 				memcpy(b, data + off, chunk);
 			b += chunk;

@@ -6,6 +6,9 @@
  *   bare_ring latency SIZE SECONDS     ping-pong; prints the average one-way latency in usec
  *                                      (half the round trip, as sockperf reports it)
  *   bare_ring throughput SIZE SECONDS  one-way stream; prints MBps (2^20 bytes/s, as sockperf)
+ * With a fourth argument `sleep`, a side that must wait sleeps on a futex instead of spinning,
+ * woken by the other after it publishes: the least any transport that sleeps pays per message
+ * (one wake-up, one sleep), to compare usmc's sleeping mode and TCP with.
  * The consumer (the "server") runs on the first CPU the process may use, the producer on the
  * second: run it under `taskset -c 0,1`. */
 #include "measure.h"
@@ -18,18 +21,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define USAGE "bare_ring latency|throughput SIZE SECONDS"
+#define USAGE "bare_ring latency|throughput SIZE SECONDS [sleep]"
 /* the same ring size as usmc's default, so the ceiling is for the same cache footprint */
 #define RING_SIZE (256 * 1024)
 #define WARMUP 1000
 
+/* A sleeper's flag and the futex word it sleeps on, which its waker bumps before waking it, so
+ * that a wake-up landing before the sleep is not lost. */
+struct bell {
+    alignas(64) _Atomic uint32_t asleep;
+    _Atomic uint32_t kick;
+};
+
 struct ring {
     alignas(64) _Atomic uint64_t head; /* bytes ever produced: written by the producer only */
     alignas(64) _Atomic uint64_t tail; /* bytes ever consumed: written by the consumer only */
+    struct bell filled, drained;       /* the consumer sleeps for data, the producer for room */
     alignas(64) unsigned char data[RING_SIZE];
 };
 
@@ -46,7 +59,33 @@ struct end {
 };
 
 static atomic_int *stop_flag;
-static int same_cpu;
+static int same_cpu, sleeping;
+
+static void futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+    syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+/* Sleeps until `cursor` leaves `seen` (or the run stops), Dekker-style: raise the flag, look
+ * again, sleep. */
+static void doze(struct bell *b, _Atomic uint64_t *cursor, uint64_t seen)
+{
+    uint32_t k = atomic_load(&b->kick);
+    atomic_store(&b->asleep, 1);
+    if (atomic_load(cursor) == seen && !atomic_load(stop_flag))
+        futex(&b->kick, FUTEX_WAIT, k);
+    atomic_store(&b->asleep, 0);
+}
+
+/* After publishing: wakes the other side if it said it sleeps. */
+static void ring_bell(struct bell *b)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&b->asleep, memory_order_relaxed)) {
+        atomic_fetch_add(&b->kick, 1);
+        futex(&b->kick, FUTEX_WAKE, 1);
+    }
+}
 
 static inline void relax(void)
 {
@@ -68,13 +107,18 @@ static int produce(struct end *e, const void *buf, size_t len)
             break;
         if (atomic_load_explicit(stop_flag, memory_order_relaxed))
             return -1;
-        relax();
+        if (sleeping)
+            doze(&e->ring->drained, &e->ring->tail, e->peer);
+        else
+            relax();
     }
     size_t at = e->mine % RING_SIZE, first = len < RING_SIZE - at ? len : RING_SIZE - at;
     stream_copy(e->ring->data + at, buf, first);
     stream_copy(e->ring->data, (const char *)buf + first, len - first);
     e->mine += len;
     atomic_store_explicit(&e->ring->head, e->mine, memory_order_release);
+    if (sleeping)
+        ring_bell(&e->ring->filled);
     return 0;
 }
 
@@ -86,13 +130,18 @@ static int consume(struct end *e, void *buf, size_t len)
             break;
         if (atomic_load_explicit(stop_flag, memory_order_relaxed))
             return -1;
-        relax();
+        if (sleeping)
+            doze(&e->ring->filled, &e->ring->head, e->peer);
+        else
+            relax();
     }
     size_t at = e->mine % RING_SIZE, first = len < RING_SIZE - at ? len : RING_SIZE - at;
     memcpy(buf, e->ring->data + at, first);
     memcpy((char *)buf + first, e->ring->data, len - first);
     e->mine += len;
     atomic_store_explicit(&e->ring->tail, e->mine, memory_order_release);
+    if (sleeping)
+        ring_bell(&e->ring->drained);
     return 0;
 }
 
@@ -145,11 +194,13 @@ static unsigned long client(struct shared *sh, int latency, size_t size, void *b
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (strcmp(argv[1], "latency") != 0 && strcmp(argv[1], "throughput") != 0)) {
+    if (argc < 4 || argc > 5 || (strcmp(argv[1], "latency") != 0 && strcmp(argv[1], "throughput") != 0) ||
+        (argc == 5 && strcmp(argv[4], "sleep") != 0)) {
         fprintf(stderr, "usage: %s\n", USAGE);
         return 2;
     }
     int latency = strcmp(argv[1], "latency") == 0;
+    sleeping = argc == 5;
     size_t size = (size_t)parse_positive(argv[2], USAGE);
     double seconds = parse_positive(argv[3], USAGE);
     if (size > RING_SIZE) {
@@ -180,6 +231,10 @@ int main(int argc, char **argv)
     double elapsed = 0;
     unsigned long count = client(sh, latency, size, buf, seconds, &elapsed);
     atomic_store(&sh->stop, 1);
+    for (int i = 0; i < 2; i++) {
+        ring_bell(&sh->ring[i].filled);
+        ring_bell(&sh->ring[i].drained);
+    }
     int status;
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "bare_ring: the consumer failed\n");

@@ -16,8 +16,9 @@
 #                       CASE divided by that of REFMODE (default tcp) in REFCASE (default CASE)
 #                       must be OP (<= or >=) BOUND; run.sh reports each as met or not
 # Servers listen on $PORT (TCP modes) or $SOCK (unix mode); $MODE_DIR is the mode's private
-# directory. Mode "bare" has no server: its client is bare_ring, the limit the others approach. A mode that cannot start its server, or a repetition that prints no number, counts as
-# failed; nothing a mode does stops the run.
+# directory. Modes "bare" and "bare-sleep" have no server: their client is bare_ring, the limit
+# the others approach, spinning or sleeping. A mode that cannot start its server, or a repetition
+# that prints no number, counts as failed; nothing a mode does stops the run.
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
@@ -67,6 +68,7 @@ mode_name() {
         usmc-sleep) echo "usmc, sleeping (no busy-poll)" ;;
         fallback) echo "usmc client, plain server" ;;
         bare) echo "bare memfd ring" ;;
+        bare-sleep) echo "bare memfd ring, sleeping" ;;
         *) echo "$1" ;;
     esac
 }
@@ -77,7 +79,7 @@ _launcher() {
     local mode=$1 side=$2 cpu=$SERVER_CPU
     [ "$side" = client ] && cpu=$CLIENT_CPU
     # bare_ring pins its two processes itself, one on each core
-    [ "$mode" = bare ] && cpu=$SERVER_CPU,$CLIENT_CPU
+    is_bare "$mode" && cpu=$SERVER_CPU,$CLIENT_CPU
     _cmd=(taskset -c "$cpu")
     case $mode:$side in
         usmc:* | fallback:client) _cmd+=("$USMC" run --rundir "$RD" --) ;;
@@ -187,7 +189,7 @@ start_servers() {
     ALIVE=()
     for mode; do
         use_mode "$mode"
-        if [ "$mode" = bare ] || wl_server "$mode"; then ALIVE[$mode]=1; else ALIVE[$mode]=0; fi
+        if is_bare "$mode" || wl_server "$mode"; then ALIVE[$mode]=1; else ALIVE[$mode]=0; fi
     done
 }
 
@@ -281,9 +283,14 @@ usmc_counter() {
     "$USMC" stats --rundir "$1" 2>/dev/null | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'
 }
 
-# bare_client latency|throughput SIZE: one bare_ring run, measured as sockperf measures
+is_bare() { [ "$1" = bare ] || [ "$1" = bare-sleep ]; }
+
+# bare_client MODE latency|throughput SIZE: one bare_ring run of bare or bare-sleep, measured as
+# sockperf measures
 bare_client() {
-    client "$BIN/bare_ring" "$1" "$2" "$SECS" && cat "$CLIENT_OUT"
+    local sleep=()
+    [ "$1" = bare-sleep ] && sleep=(sleep)
+    client "$BIN/bare_ring" "$2" "$3" "$SECS" "${sleep[@]}" && cat "$CLIENT_OUT"
 }
 
 # sockperf_server: the server both sockperf workloads and the demo measure against

@@ -24,6 +24,7 @@ MODES = {
     "usmc-bp": ("usmc, busy-poll", "#d62728"),
     "fallback": ("usmc client, plain server", "#9467bd"),
     "bare": ("bare memfd ring", "#2ca02c"),
+    "bare-sleep": ("bare memfd ring, sleeping", "#98df8a"),
 }
 
 

@@ -11,4 +11,4 @@ wl_label() {
     if [ "${1%-*}" = latency ]; then echo "ping-pong ${1##*-} B, usec"; else echo "throughput ${1##*-} B, MBps"; fi
 }
 
-wl_client() { bare_client "${2%-*}" "${2##*-}"; }
+wl_client() { bare_client bare "${2%-*}" "${2##*-}"; }

@@ -12,7 +12,7 @@ wl_label() { echo "$1 B"; }
 wl_server() { sockperf_server; }
 
 wl_client() {
-    [ "$1" != bare ] || { bare_client throughput "$2"; return; }
+    [ "$1" != bare ] || { bare_client bare throughput "$2"; return; }
     client sockperf throughput --tcp -i 127.0.0.1 -p "$PORT" --msg-size="$2" -t "$SECS" || return 1
     sed -n 's/.*BandWidth is \([0-9.]*\) MBps.*/\1/p' "$CLIENT_OUT"
 }

@@ -31,10 +31,10 @@ figure() {
     awk -F' *[|] *' -v m="$1" '$2 == "100 B" && $3 == m && $4 ~ /^[0-9.]+$/ { ok = 1 }
         END { exit !ok }' "$md"
 }
-for mode in "TCP" "Unix socket" "usmc" "usmc, sleeping (no busy-poll)"; do
+for mode in "TCP" "Unix socket" "usmc" "usmc, sleeping (no busy-poll)" "bare memfd ring, sleeping"; do
     check "a figure for $mode" "figure '$mode'"
 done
-check "every figure in the data file" '[ "$(grep -c "^V" "$tsv")" -ge 5 ]'
+check "every figure in the data file" '[ "$(grep -c "^V" "$tsv")" -ge 6 ]'
 check "usmc modes used shared memory" \
     '! grep -E "^- usmc.*counted 0 accelerated" "$md" >/dev/null && grep -qE "^- usmc: usmc counted [1-9]" "$md"'
 # The targets section: each of msgrate's targets with a ratio computed from the table's medians.

@@ -29,7 +29,7 @@ fi
 
 declare -A _server_pid=() _server_log=()
 _netns=()
-_ports=()
+. "$ROOT/tests/lib/ports.sh"
 
 log() { printf '%s\n' "$*"; }
 # On stderr, so that a failure inside a command substitution is still reported.
@@ -96,21 +96,6 @@ need() {
     done
 }
 
-# pick_port: prints a TCP port that nothing uses, below the kernel's ephemeral range so no client
-# connection can take it meanwhile, and distinct from the ports this scenario already took.
-pick_port() {
-    local port ephemeral
-    read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range
-    while :; do
-        port=$((10000 + RANDOM % (ephemeral - 10000)))
-        case " ${_ports[*]} " in *" $port "*) continue ;; esac
-        if [ -z "$(ss -Htan "( sport = :$port )")" ]; then
-            _ports+=("$port")
-            echo "$port"
-            return
-        fi
-    done
-}
 
 # Servers and clients run in the network namespace named by NETNS when it is set, e.g.
 #   NETNS=left serve ...

@@ -21,45 +21,8 @@ if [ $# -gt 0 ]; then
     scenarios=("$@")
 fi
 
-logs=$(mktemp -d "${TMPDIR:-/tmp}/usmc-apps-logs.XXXXXX")
-passed=0 failed=0 skipped=0
-for name in "${scenarios[@]}"; do
-    log=$logs/$name.log
-    if [ ! -f "$dir/$name.sh" ]; then
-        echo "FAIL $name (no such scenario)"
-        failed=$((failed + 1))
-        continue
-    fi
-    start=$SECONDS
-    timeout -k 10 "$limit" bash "$dir/$name.sh" >"$log" 2>&1
-    rc=$?
-    took="$((SECONDS - start))s"
-    case $rc in
-        0)
-            echo "PASS $name ($took)"
-            passed=$((passed + 1))
-            ;;
-        77)
-            echo "SKIP $name: $(sed -n 's/^SKIP: //p' "$log" | tail -n 1)"
-            skipped=$((skipped + 1))
-            ;;
-        *)
-            [ "$rc" -eq 124 ] && echo "$name: timed out after ${limit}s" >>"$log"
-            echo "FAIL $name ($took, exit $rc); last lines of $log:"
-            tail -n 40 "$log" | sed 's/^/    /'
-            failed=$((failed + 1))
-            ;;
-    esac
-done
-
-if [ "$failed" -eq 0 ]; then
-    rm -rf "$logs"
-else
-    echo "logs kept in $logs"
-fi
-if [ "$skipped" -eq 0 ]; then
-    echo "$passed passed, $failed failed"
-else
-    echo "$passed passed, $failed failed, $skipped skipped"
-fi
-[ "$failed" -eq 0 ]
+. "$dir/../lib/runner.sh"
+scenario_command() {
+    [ -f "$dir/$1.sh" ] && cmd=(bash "$dir/$1.sh")
+}
+run_scenarios apps "$limit" "${scenarios[@]}"

@@ -5,7 +5,7 @@
 
 passed=0 failed=0 server=
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/usmc-suite.XXXXXX") || exit 1
-_ports=()
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 _echo_cleanup() {
     if [ -n "$server" ]; then
@@ -38,20 +38,6 @@ fresh_rundir() {
     mktemp -d "$WORK/rundir.XXXXXX"
 }
 
-# pick_port: a TCP port nothing listens on, below the ephemeral range, not taken before.
-pick_port() {
-    local port ephemeral
-    read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range
-    while :; do
-        port=$((10000 + RANDOM % (ephemeral - 10000)))
-        case " ${_ports[*]} " in *" $port "*) continue ;; esac
-        if [ -z "$(ss -Htan "( sport = :$port )")" ]; then
-            _ports+=("$port")
-            echo "$port"
-            return
-        fi
-    done
-}
 
 # stat_of RUNDIR NAME: one counter of `usmc stats`, 0 when it is not listed.
 stat_of() {

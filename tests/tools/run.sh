@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The usmc tool's observability commands (ss, stats, check) against live accelerated and
-# fallen-back connections: PASS, FAIL or SKIP per case, then `N passed, N failed, N skipped`.
+# fallen-back connections: PASS, FAIL or SKIP per case, then the summary (tests/lib/runner.sh).
 #
 #   tests/tools/run.sh [CASE...]      cases are the functions of cases.sh (case_NAME)
 #
@@ -25,34 +25,8 @@ if [ ${#cases[@]} -eq 0 ]; then
     mapfile -t cases < <(sed -n 's/^case_\([a-z0-9_]*\)() {$/\1/p' "$dir/cases.sh")
 fi
 
-logs=$(mktemp -d "${TMPDIR:-/tmp}/usmc-tools-logs.XXXXXX")
-passed=0 failed=0 skipped=0
-for name in "${cases[@]}"; do
-    log=$logs/$name.log
-    USMC_BUILD=$build timeout -k 10 "$limit" bash "$dir/cases.sh" "$name" >"$log" 2>&1
-    rc=$?
-    case $rc in
-        0)
-            echo "PASS $name"
-            passed=$((passed + 1))
-            ;;
-        77)
-            echo "SKIP $name: $(sed -n 's/^SKIP: //p' "$log" | tail -n 1)"
-            skipped=$((skipped + 1))
-            ;;
-        *)
-            [ "$rc" -eq 124 ] && echo "$name: timed out after ${limit}s" >>"$log"
-            echo "FAIL $name (exit $rc); last lines of $log:"
-            tail -n 40 "$log" | sed 's/^/    /'
-            failed=$((failed + 1))
-            ;;
-    esac
-done
-
-if [ "$failed" -eq 0 ]; then
-    rm -rf "$logs"
-else
-    echo "logs kept in $logs"
-fi
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+. "$dir/../lib/runner.sh"
+scenario_command() {
+    grep -q "^case_$1() {\$" "$dir/cases.sh" && cmd=(env USMC_BUILD="$build" bash "$dir/cases.sh" "$1")
+}
+run_scenarios tools "$limit" "${cases[@]}"

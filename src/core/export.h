@@ -24,16 +24,6 @@ struct conn_export {
 	int sndbuf, rcvbuf;
 };
 
-/* Another descriptor of the connection in record index: one connection travels
- * as one record whatever the number of its descriptors (dup2 onto standard input
- * and output before an exec, as inetd does; one socket passed twice), so that
- * whoever takes it up has one state for it, not one per descriptor. fd is a
- * descriptor number (exec) or an index into the message's (SCM_RIGHTS). */
-struct conn_alias {
-	int32_t fd;
-	uint32_t index;
-};
-
 /* Whether x holds together: an address family, rings of sizes a proposal could
  * have, a page-aligned segment holding them inside its arena, cursors that fit
  * their rings as this end left them, flags that are flags and timeouts

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 
 struct sys_calls sys_real;
@@ -69,14 +68,6 @@ int sys_libc_first(void)
 	void *libc = libc_handle();
 
 	return libc && dlsym(RTLD_DEFAULT, "socket") == dlsym(libc, "socket");
-}
-
-int sys_same_socket(int a, int b)
-{
-	struct stat sa, sb;
-
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISSOCK(sa.st_mode) &&
-	       sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
 }
 
 int sys_fd_high(int fd)

@@ -91,9 +91,6 @@ static inline struct sys_calls *sys_calls(void)
  * FD_SETSIZE). Returns the new descriptor, or fd if it cannot be moved. */
 int sys_fd_high(int fd);
 
-/* Whether descriptors a and b are one open socket (dup'ed, or passed twice). */
-int sys_same_socket(int a, int b);
-
 uint64_t sys_now_ns(void);
 /* Milliseconds left until deadline_ns (0 = none: -1, infinite). */
 int sys_ms_left(uint64_t deadline_ns);

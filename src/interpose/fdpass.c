@@ -33,9 +33,9 @@
 
 struct pass_hdr {
 	uint32_t magic;
-	uint32_t count;     /* records that follow, then naliases struct conn_alias */
+	uint32_t count;     /* records that follow */
 	uint32_t extra;     /* descriptors appended to the message, the memfd included */
-	uint32_t naliases;
+	uint32_t pad;
 };
 
 /* In a record, descriptors are indexes into the message's descriptor array. */
@@ -95,8 +95,7 @@ ssize_t fdpass_sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	struct conn_export x[PASS_SOCKS];
 	struct usock *shared[PASS_SOCKS];
-	struct conn_alias alias[PASS_SOCKS];
-	int n = 0, na = 0, extra[PASS_FDS_MAX], nextra = 0;
+	int n = 0, extra[PASS_FDS_MAX], nextra = 0;
 	struct msghdr mm = *m;
 	struct cmsghdr *c = rights_of(&mm);
 
@@ -110,9 +109,8 @@ ssize_t fdpass_sendmsg(int fd, const struct msghdr *m, int flags)
 		while (s && k < n && shared[k] != s)
 			k++;
 		if (s && k < n) {
-			/* The same connection again: one state for it over there. */
-			if (na < PASS_SOCKS)
-				alias[na++] = (struct conn_alias){i, (uint32_t)k};
+			/* The same connection again: one record for it; the receiver
+			 * finds this descriptor by its socket. */
 			obj_put(o);
 			continue;
 		}
@@ -131,7 +129,7 @@ ssize_t fdpass_sendmsg(int fd, const struct msghdr *m, int flags)
 		return real.sendmsg(fd, m, flags);
 
 	/* The records name descriptors by their index in the message. */
-	struct pass_hdr h = {PASS_MAGIC, (uint32_t)n, 0, (uint32_t)na};
+	struct pass_hdr h = {PASS_MAGIC, (uint32_t)n, 0, 0};
 	for (int k = 0; k < n; k++) {
 		int *f[] = {&x[k].arena_fd, &x[k].bell, &x[k].peer_bell, &x[k].hold_fd};
 		for (int j = 0; j < PASS_EXTRA; j++)
@@ -145,10 +143,9 @@ ssize_t fdpass_sendmsg(int fd, const struct msghdr *m, int flags)
 	h.extra = (uint32_t)nextra + 1;
 	size_t ctl_len = mm.msg_controllen + CMSG_SPACE(sizeof(int) * h.extra);
 	char *ctl = calloc(1, ctl_len);
-	size_t xlen = n * sizeof(x[0]), alen = na * sizeof(alias[0]);
+	size_t xlen = n * sizeof(x[0]);
 	if (memfd >= 0 && ctl && pwrite(memfd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 	    pwrite(memfd, x, xlen, sizeof(h)) == (ssize_t)xlen &&
-	    (!na || pwrite(memfd, alias, alen, (off_t)(sizeof(h) + xlen)) == (ssize_t)alen) &&
 	    real.fcntl(memfd, F_ADD_SEALS, PASS_SEALS) == 0) {
 		/* Every header as it was, the last SCM_RIGHTS one grown by the extras
 		 * (it is rebuilt at the end). */
@@ -197,8 +194,7 @@ static int take_up(struct cmsghdr *c)
 	if (memfd < 0 || fstat(memfd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    real.fcntl(memfd, F_GET_SEALS) != PASS_SEALS ||
 	    pread(memfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != PASS_MAGIC ||
-	    h.count > PASS_SOCKS || h.naliases > PASS_SOCKS || h.extra > (uint32_t)nfds ||
-	    h.extra > PASS_FDS_MAX)
+	    h.count > PASS_SOCKS || h.extra > (uint32_t)nfds || h.extra > PASS_FDS_MAX)
 		return 0;
 	int first = nfds - (int)h.extra, at[PASS_SOCKS];
 	unsigned char taken[PASS_FDS_MAX] = {0};
@@ -218,15 +214,17 @@ static int take_up(struct cmsghdr *c)
 			up[i] = NULL;
 		}
 	}
-	for (uint32_t i = 0; i < h.naliases; i++) {
-		struct conn_alias a;
-		off_t off = (off_t)(sizeof(h) + h.count * sizeof(struct conn_export) + i * sizeof(a));
-		if (pread(memfd, &a, sizeof(a), off) != (ssize_t)sizeof(a))
-			break;
-		/* Only another of the application's descriptors, and only the same socket. */
-		if (a.index < h.count && up[a.index] && a.fd >= 0 && a.fd < first &&
-		    a.fd != at[a.index] && sys_same_socket(fds[a.fd], fds[at[a.index]]))
-			fdtab_alias(fds[a.fd], &up[a.index]->o);
+	/* The application's other descriptors of a connection taken up (one socket
+	 * passed twice) get it too: found by the socket itself, not by anything the
+	 * sender wrote. */
+	for (uint32_t i = 0; i < h.count; i++) {
+		struct stat rs, os;
+		if (!up[i] || fstat(fds[at[i]], &rs) < 0)
+			continue;
+		for (int j = 0; j < first; j++)
+			if (j != at[i] && fstat(fds[j], &os) == 0 && os.st_ino == rs.st_ino &&
+			    os.st_dev == rs.st_dev)
+				fdtab_alias(fds[j], &up[i]->o);
 	}
 	for (int i = first; i < nfds; i++)
 		if (!taken[i - first])

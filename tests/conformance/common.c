@@ -400,6 +400,57 @@ bool cf_verify(const void *buf, size_t n, uint64_t off, unsigned seed)
     return true;
 }
 
+void cf_stdio_echo_client(void *port)
+{
+    enum { TOTAL = 100000 };
+    static char buf[TOTAL + 64];
+    int fd = cf_connect(AF_INET, *(uint16_t *)port);
+    cf_send_pattern(fd, TOTAL, 1 << 14, 61);
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    size_t n = cf_read_full(fd, buf, sizeof buf);
+    printf("client got back %zu bytes\n", n);
+    CHECK(n == TOTAL + strlen(CF_STDIO_LAST));
+    CHECK(cf_verify(buf, TOTAL, 0, 61));
+    CHECK(memcmp(buf + TOTAL, CF_STDIO_LAST, strlen(CF_STDIO_LAST)) == 0);
+    close(fd);
+}
+
+union fds_ctl {
+    struct cmsghdr h;
+    char space[CMSG_SPACE(CF_FDS_MAX * sizeof(int))];
+};
+
+void cf_send_fds(int unix_fd, const int *fds, int n)
+{
+    union fds_ctl ctl;
+    struct iovec iov = {"F", 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
+                         .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+    CHECK(n > 0 && n <= CF_FDS_MAX);
+    memset(&ctl, 0, sizeof ctl);
+    struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+    memcpy(CMSG_DATA(h), fds, (size_t)n * sizeof(int));
+    EXPECT_RET("sendmsg SCM_RIGHTS", sendmsg(unix_fd, &msg, 0), 1);
+}
+
+void cf_recv_fds(int unix_fd, int *fds, int n)
+{
+    char c;
+    union fds_ctl ctl;
+    struct iovec iov = {&c, 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
+                         .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+    CHECK(n > 0 && n <= CF_FDS_MAX);
+    CHECK(recvmsg(unix_fd, &msg, 0) == 1);
+    struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+    CHECK(h && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN((size_t)n * sizeof(int)));
+    CHECK(!(msg.msg_flags & MSG_CTRUNC) && !CMSG_NXTHDR(&msg, h));
+    memcpy(fds, CMSG_DATA(h), (size_t)n * sizeof(int));
+}
+
 void cf_send_pattern(int fd, uint64_t total, size_t chunk, unsigned seed)
 {
     uint8_t *buf = malloc(chunk);

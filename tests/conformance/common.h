@@ -121,6 +121,19 @@ void cf_fill(void *buf, size_t n, uint64_t off, unsigned seed);
 bool cf_verify(const void *buf, size_t n, uint64_t off, unsigned seed);
 /* Writes total bytes of the stream in writes of at most chunk bytes. */
 void cf_send_pattern(int fd, uint64_t total, size_t chunk, unsigned seed);
+
+/* The client of a server whose child runs CF_STDIO_SHELL with the connection as standard
+ * input, output and error: it sends 100 000 pattern bytes, shuts down writing, and must get
+ * them back in order, then CF_STDIO_LAST, then EOF. port: a uint16_t *, for cf_spawn. */
+#define CF_STDIO_LAST "end\n"
+#define CF_STDIO_SHELL "cat; printf '" CF_STDIO_LAST "' >&2"
+void cf_stdio_echo_client(void *port);
+
+/* SCM_RIGHTS over a Unix socket: n descriptors (at most CF_FDS_MAX) with one byte. The
+ * receiving side fails unless exactly n came, in one header, untruncated. */
+#define CF_FDS_MAX 4
+void cf_send_fds(int unix_fd, const int *fds, int n);
+void cf_recv_fds(int unix_fd, int *fds, int n);
 /* Reads to EOF in reads of at most chunk bytes, verifying; returns the byte count. */
 uint64_t cf_recv_pattern(int fd, size_t chunk, unsigned seed);
 /* Reads exactly total bytes, verifying. */

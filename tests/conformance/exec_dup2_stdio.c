@@ -6,29 +6,12 @@
  * usmc-expect: accelerated data */
 #include "common.h"
 
-#define TOTAL 100000u
-#define LAST "end\n"
-
-static void client(void *arg)
-{
-    static char buf[TOTAL + 64];
-    int fd = cf_connect(AF_INET, *(uint16_t *)arg);
-    cf_send_pattern(fd, TOTAL, 1 << 14, 61);
-    CHECK(shutdown(fd, SHUT_WR) == 0);
-    size_t n = cf_read_full(fd, buf, sizeof buf);
-    printf("client got back %zu bytes\n", n);
-    CHECK(n == TOTAL + strlen(LAST));
-    CHECK(cf_verify(buf, TOTAL, 0, 61));
-    CHECK(memcmp(buf + TOTAL, LAST, strlen(LAST)) == 0);
-    close(fd);
-}
-
 int main(void)
 {
     cf_start();
     int l = cf_listen(AF_INET);
     uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    cf_spawn(cf_stdio_echo_client, &port);
     int s = cf_accept(l);
     pid_t child = cf_fork();
     if (child == 0) {
@@ -36,7 +19,7 @@ int main(void)
             _exit(126);
         close(s);
         close(l);
-        execl("/bin/sh", "sh", "-c", "cat; printf '" LAST "' >&2", (char *)NULL);
+        execl("/bin/sh", "sh", "-c", CF_STDIO_SHELL, (char *)NULL);
         _exit(127);
     }
     close(s);

@@ -45,24 +45,11 @@ static void writer(int s, char tag)
     }
 }
 
-union two_fds {
-    struct cmsghdr h;
-    char space[CMSG_SPACE(2 * sizeof(int))];
-};
-
 static void receiver(int unix_fd)
 {
-    char c, word[8] = {0};
-    union two_fds ctl;
-    struct iovec iov = {&c, 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
-                         .msg_controllen = sizeof ctl};
-    CHECK(recvmsg(unix_fd, &msg, 0) == 1);
-    struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
-    CHECK(h && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(2 * sizeof(int)));
-    CHECK(!(msg.msg_flags & MSG_CTRUNC) && !CMSG_NXTHDR(&msg, h));
+    char word[8] = {0};
     int fds[2];
-    memcpy(fds, CMSG_DATA(h), sizeof fds);
+    cf_recv_fds(unix_fd, fds, 2);
     CHECK(read(fds[1], word, 4) == 4);
     printf("receiver: pipe says %s\n", word);
     writer(fds[0], 'R');
@@ -86,16 +73,7 @@ int main(void)
     close(pair[1]);
     cf_spawn(client, &port);
     int s = cf_accept(l);
-    union two_fds ctl;
-    struct iovec iov = {"F", 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
-                         .msg_controllen = sizeof ctl};
-    struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(2 * sizeof(int));
-    memcpy(CMSG_DATA(h), (int[2]){s, pipefd[0]}, 2 * sizeof(int));
-    EXPECT_RET("sendmsg SCM_RIGHTS", sendmsg(pair[0], &msg, 0), 1);
+    cf_send_fds(pair[0], (int[2]){s, pipefd[0]}, 2);
     cf_write_all(pipefd[1], "pipe", 4);
     writer(s, 'S');
     close(s);

@@ -16,46 +16,12 @@ static void client(void *arg)
     close(fd);
 }
 
-static void receive_two(int unix_fd, int fds[2])
-{
-    char c;
-    union {
-        struct cmsghdr h;
-        char space[CMSG_SPACE(2 * sizeof(int))];
-    } ctl;
-    struct iovec iov = {&c, 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
-                         .msg_controllen = sizeof ctl};
-    CHECK(recvmsg(unix_fd, &msg, 0) == 1);
-    struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
-    CHECK(h && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(2 * sizeof(int)));
-    memcpy(fds, CMSG_DATA(h), 2 * sizeof(int));
-    CHECK(fds[0] != fds[1]);
-}
-
-static void send_twice(int unix_fd, int fd)
-{
-    int two[2] = {fd, fd};
-    union {
-        struct cmsghdr h;
-        char space[CMSG_SPACE(2 * sizeof(int))];
-    } ctl;
-    struct iovec iov = {"F", 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
-                         .msg_controllen = sizeof ctl};
-    struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof two);
-    memcpy(CMSG_DATA(h), two, sizeof two);
-    EXPECT_RET("sendmsg SCM_RIGHTS", sendmsg(unix_fd, &msg, 0), 1);
-}
-
 static int serve_two(int unix_fd)
 {
     static char buf[TOTAL];
     int fds[2];
-    receive_two(unix_fd, fds);
+    cf_recv_fds(unix_fd, fds, 2);
+    CHECK(fds[0] != fds[1]);
     size_t n = cf_read_full(fds[0], buf, sizeof buf);
     CHECK(n == TOTAL);
     cf_write_all(fds[0], buf, TOTAL / 2);
@@ -81,7 +47,7 @@ int main(void)
     close(pair[1]);
     cf_spawn(client, &port);
     int s = cf_accept(l);
-    send_twice(pair[0], s);
+    cf_send_fds(pair[0], (int[2]){s, s}, 2);
     EXPECT_RET("sender closes its copy", close(s), 0);
     printf("worker exit status: %d\n", cf_wait_child(worker));
     cf_join();

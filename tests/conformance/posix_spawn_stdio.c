@@ -8,31 +8,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#define TOTAL 100000u
-#define LAST "end\n"
-
-extern char **environ;
-
-static void client(void *arg)
-{
-    static char buf[TOTAL + 64];
-    int fd = cf_connect(AF_INET, *(uint16_t *)arg);
-    cf_send_pattern(fd, TOTAL, 1 << 14, 73);
-    CHECK(shutdown(fd, SHUT_WR) == 0);
-    size_t n = cf_read_full(fd, buf, sizeof buf);
-    printf("client got back %zu bytes\n", n);
-    CHECK(n == TOTAL + strlen(LAST));
-    CHECK(cf_verify(buf, TOTAL, 0, 73));
-    CHECK(memcmp(buf + TOTAL, LAST, strlen(LAST)) == 0);
-    close(fd);
-}
-
 int main(void)
 {
     cf_start();
     int l = cf_listen(AF_INET);
     uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    cf_spawn(cf_stdio_echo_client, &port);
     int s = cf_accept(l);
     posix_spawn_file_actions_t fa;
     CHECK(posix_spawn_file_actions_init(&fa) == 0);
@@ -40,7 +21,7 @@ int main(void)
         CHECK(posix_spawn_file_actions_adddup2(&fa, s, std) == 0);
     CHECK(posix_spawn_file_actions_addclose(&fa, s) == 0);
     CHECK(posix_spawn_file_actions_addclose(&fa, l) == 0);
-    char *argv[] = {"sh", "-c", "cat; printf '" LAST "' >&2", NULL};
+    char *argv[] = {"sh", "-c", CF_STDIO_SHELL, NULL};
     pid_t pid;
     CHECK(posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ) == 0);
     posix_spawn_file_actions_destroy(&fa);

@@ -7,17 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 out=$(mktemp -d "${TMPDIR:-/tmp}/usmc-bench-test.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT
-passed=0 failed=0
-
-check() {
-    if eval "$2"; then
-        echo "PASS $1"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $1"
-        failed=$((failed + 1))
-    fi
-}
+. tests/lib/check.sh
 
 BENCH_SECONDS=1 BENCH_RESULTS=$out timeout 300 bench/run.sh --reps 1 msgrate >"$out/log" 2>&1
 rc=$?
@@ -42,5 +32,4 @@ check "targets reported" '[ "$(grep -cE "^[|] msgrate [|] 100 B [|] usmc.* [|] [
 check "target ratio from the medians" 'awk -F" *[|] *" -v t="$(grep -E "^[|] msgrate [|] 100 B [|] usmc, sleeping" "$md" | awk -F" *[|] *" "{ print \$6 }")" "
         \$2 == \"100 B\" && \$3 == \"TCP\" { tcp = \$4 } \$2 == \"100 B\" && \$3 == \"usmc, sleeping (no busy-poll)\" { u = \$4 }
         END { r = u / tcp; t += 0; exit !(t > 0 && (r - t) / t < 0.01 && (t - r) / t < 0.01) }" "$md"'
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_end

@@ -81,4 +81,4 @@ check "the linked program's plain sockets under usmc run: accelerated" \
     '[ "$out" = "ok 100000" ] && [ "$(stat_of "$rd" conn_accelerated)" -ge 2 ]'
 
 man_checks
-echo_end
+check_end

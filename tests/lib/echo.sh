@@ -1,9 +1,10 @@
 # Helpers for suites that drive examples/smc_echo.c (one server, one client) and judge by the
 # echo's verdict and by `usmc stats`. A suite sets USMC (the usmc command) and ECHO (the built
-# example), calls echo_begin, makes its checks with `check`, and ends with echo_end, which prints
+# example), makes its checks with `check` (tests/lib/check.sh), and ends with check_end, which prints
 # `N passed, N failed` and gives the exit status.
 
-passed=0 failed=0 server=
+server=
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/usmc-suite.XXXXXX") || exit 1
 . "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
@@ -15,23 +16,6 @@ _echo_cleanup() {
     rm -rf "$WORK"
 }
 trap _echo_cleanup EXIT
-
-# check NAME CONDITION [LOG]: evaluates CONDITION; on failure shows the end of LOG.
-check() {
-    if eval "$2"; then
-        echo "PASS $1"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $1"
-        [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/    /' "$3" | tail -n 15
-        failed=$((failed + 1))
-    fi
-}
-
-echo_end() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-}
 
 # fresh_rundir: prints a new, empty runtime directory (its counters start at zero).
 fresh_rundir() {

@@ -170,4 +170,4 @@ out=$(echo_pair "$rd" 127.0.0.1 127.0.0.1 "$BYTES" smc)
 check "library, USMC_POLICY file: echo exact" '[ "$out" = "ok $BYTES" ]'
 counters "library, USMC_POLICY file" 0 1 1
 
-echo_end
+check_end

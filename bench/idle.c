@@ -20,11 +20,11 @@
 #define MSG 14
 #define BATCH 1000
 
-/* Descriptors for n connections, with room for usmc's own (two doorbells each): above the
+/* Descriptors for n connections, with room for usmc's own (a doorbell each): above the
  * hard limit too where we may (root), else up to it. */
 static void raise_nofile(unsigned long n)
 {
-    struct rlimit rl, want = {n * 4 + 256, n * 4 + 256};
+    struct rlimit rl, want = {n * 2 + 256, n * 2 + 256};
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want.rlim_cur) {
         if (want.rlim_max < rl.rlim_max)
             want.rlim_max = rl.rlim_max;

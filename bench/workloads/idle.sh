@@ -1,8 +1,8 @@
 # Idle connections: the ping-pong latency of one connection while thousands of others stay
 # open and idle, beside the same with none (bench/idle.c). The memory each idle connection costs
-# the client is listed under the table. An accelerated connection holds three descriptors in each
-# process (the socket and two doorbells): IDLE_CONNECTIONS (default 5000) must fit the hard
-# RLIMIT_NOFILE three times over; 10 000 needs it above 30 256.
+# the client is listed under the table. An accelerated connection holds two descriptors in each
+# process (the socket and its doorbell end): IDLE_CONNECTIONS (default 5000) must fit the hard
+# RLIMIT_NOFILE twice over; 10 000 needs it above 20 256.
 WL_TITLE="active connection beside idle ones, 14 B ping-pong latency"
 WL_UNIT="usec"
 WL_BETTER=lower

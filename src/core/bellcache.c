@@ -32,12 +32,6 @@ static int grow(struct bellcache *c)
 	return 0;
 }
 
-static void close_slot(struct bell_slot *s)
-{
-	for (int i = 0; i < CLC_NBELLS; i++)
-		real.close(s->fds[i]);
-}
-
 /* Empties slot s, moving later entries of its probe run back so that no lookup
  * stops short at the hole. */
 static void remove_at(struct bellcache *c, struct bell_slot *s)
@@ -56,49 +50,46 @@ static void remove_at(struct bellcache *c, struct bell_slot *s)
 	c->tab[hole].used = 0;
 }
 
-int bellcache_put(struct bellcache *c, uint64_t key, const int fds[CLC_NBELLS])
+int bellcache_put(struct bellcache *c, uint64_t key, int fd)
 {
 	if ((c->n + 1) * 2 > c->cap && grow(c) < 0)
 		return -1;
 	struct bell_slot *s = find(c, key);
 	if (s->used)
-		close_slot(s);
+		real.close(s->fd);
 	else
 		c->n++;
 	s->used = 1;
 	s->key = key;
-	for (int i = 0; i < CLC_NBELLS; i++)
-		s->fds[i] = fds[i];
+	s->fd = fd;
 	return 0;
 }
 
-int bellcache_take(struct bellcache *c, uint64_t key, int fds[CLC_NBELLS])
+int bellcache_take(struct bellcache *c, uint64_t key)
 {
 	if (!c->cap)
 		return -1;
 	struct bell_slot *s = find(c, key);
 	if (!s->used)
 		return -1;
-	for (int i = 0; i < CLC_NBELLS; i++)
-		fds[i] = s->fds[i];
+	int fd = s->fd;
 	remove_at(c, s);
-	return 0;
+	return fd;
 }
 
 void bellcache_drop(struct bellcache *c, uint64_t key)
 {
-	int fds[CLC_NBELLS];
+	int fd = bellcache_take(c, key);
 
-	if (bellcache_take(c, key, fds) == 0)
-		for (int i = 0; i < CLC_NBELLS; i++)
-			real.close(fds[i]);
+	if (fd >= 0)
+		real.close(fd);
 }
 
 void bellcache_clear(struct bellcache *c)
 {
 	for (uint32_t i = 0; i < c->cap; i++)
 		if (c->tab[i].used)
-			close_slot(&c->tab[i]);
+			real.close(c->tab[i].fd);
 	free(c->tab);
 	*c = (struct bellcache){NULL, 0, 0};
 }

@@ -33,7 +33,7 @@ void clc_decline_init(struct clc_decline *d, uint64_t conn_id, uint32_t reason)
 
 int clc_proposal_nfds(uint32_t flags)
 {
-	return 1 + ((flags & CLC_F_BELLS_KEPT) ? 0 : CLC_NBELLS) + ((flags & CLC_F_NEW_ARENA) ? 1 : 0);
+	return 1 + ((flags & CLC_F_BELL_KEPT) ? 0 : 1) + ((flags & CLC_F_NEW_ARENA) ? 1 : 0);
 }
 
 static int pow2_in(uint64_t v, uint64_t lo, uint64_t hi)
@@ -43,8 +43,8 @@ static int pow2_in(uint64_t v, uint64_t lo, uint64_t hi)
 
 static int check_proposal(const struct clc_proposal *p, int nfds)
 {
-	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELLS_KEPT)) ||
-	    (p->flags & (CLC_F_NEW_ARENA | CLC_F_BELLS_KEPT)) == (CLC_F_NEW_ARENA | CLC_F_BELLS_KEPT))
+	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) ||
+	    (p->flags & (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) == (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT))
 		return CLC_EFIELD;
 	if (nfds != clc_proposal_nfds(p->flags))
 		return CLC_EFDS;

@@ -27,20 +27,19 @@ enum clc_type {
  * skipped, so the arena memfd may come second. */
 enum clc_fd {
 	CLC_FD_TCP = 0,      /* the client's TCP socket: binding proof */
-	CLC_FD_BELLS,        /* CLC_NBELLS doorbell ends follow unless CLC_F_BELLS_KEPT:
-				the one the server rings to wake the client, the one the
-				server sleeps on */
-	CLC_FD_ARENA = CLC_FD_BELLS + 2, /* only with CLC_F_NEW_ARENA: the arena memfd */
+	CLC_FD_BELL,         /* unless CLC_F_BELL_KEPT: the server's end of the connection's
+				doorbell, a socket pair each side sleeps on and rings the
+				other through */
+	CLC_FD_ARENA,        /* only with CLC_F_NEW_ARENA: the arena memfd */
 	CLC_FD_MAX
 };
 
-#define CLC_NBELLS 2
 #define CLC_F_NEW_ARENA 0x1u
 /* The segment served an earlier connection that both ends closed cleanly, and
- * each kept its doorbells for the next: none travel, the server takes those it
- * kept for this segment (a new connection costs no socket pair). Never with
- * CLC_F_NEW_ARENA. */
-#define CLC_F_BELLS_KEPT 0x2u
+ * each kept its end of the doorbell for the next: none travels, the server takes
+ * the one it kept for this segment (a new connection costs no socket pair).
+ * Never with CLC_F_NEW_ARENA. */
+#define CLC_F_BELL_KEPT 0x2u
 
 struct clc_hdr {
 	uint32_t eyecatcher;

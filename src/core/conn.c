@@ -43,7 +43,7 @@ struct usock *usock_new(int family, int nonblock)
 	pthread_mutex_init(&s->tx_lock, NULL);
 	s->family = family;
 	s->nonblock = nonblock;
-	s->bell = s->peer_bell = -1;
+	s->bell = -1;
 	return s;
 }
 
@@ -99,7 +99,7 @@ static void view(struct usock *s, struct ring_end *tx, struct ring_end *rx)
 
 static void ring_peer(struct usock *s)
 {
-	dev->doorbell_ring(s->peer_bell);
+	dev->doorbell_ring(s->bell);
 	stat_add(STAT_DOORBELLS, 1);
 }
 
@@ -139,13 +139,11 @@ static void notify_space(struct usock *s)
 		wake(s, &s->rx.sh->prod_how, &s->rx.sh->cons_kick);
 }
 
-static void close_bells(struct usock *s)
+static void close_bell(struct usock *s)
 {
 	if (s->bell >= 0)
 		real.close(s->bell);
-	if (s->peer_bell >= 0)
-		real.close(s->peer_bell);
-	s->bell = s->peer_bell = -1;
+	s->bell = -1;
 }
 
 /* The rings as seen from this end: the client produces into ring 0 and consumes
@@ -161,11 +159,11 @@ static void rings_setup(struct usock *s)
 		      s->seg.ring_size[rx]);
 }
 
-/* clean: the connection ended by close, its doorbells hold nothing the next
+/* clean: the connection ended by close, its doorbell holds nothing the next
  * connection on the segment could mistake, and both ends keep theirs. */
 static void shm_teardown(struct usock *s, int clean)
 {
-	int bells[CLC_NBELLS] = {s->bell, s->peer_bell};
+	int bell = s->bell;
 
 	/* A peer that closed says so in its line; one that was seen gone without
 	 * that was killed, and its process may have taken its link group along. */
@@ -175,11 +173,10 @@ static void shm_teardown(struct usock *s, int clean)
 		lgr_peer_vanished(s->seg.lgr);
 
 	if (!clean || !s->seg.hdr)
-		close_bells(s);
+		close_bell(s);
 	if (s->seg.hdr)
-		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT,
-				clean ? bells : NULL);
-	s->bell = s->peer_bell = -1;
+		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT, clean ? bell : -1);
+	s->bell = -1;
 	memset(&s->seg, 0, sizeof(s->seg));
 }
 
@@ -228,7 +225,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	char path[4200];
 	enum decline why;
 	struct lgr *g = NULL;
-	int bells[CLC_NBELLS], r, e;
+	int bell, r, e;
 
 	if (mode_of(s) != MODE_NEW) {
 		r = real.connect(fd, addr, len);
@@ -248,7 +245,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		goto plain;
 	}
 	uint64_t rs[2] = {ring_for(s->sndbuf, cfg.send_ring), ring_for(s->rcvbuf, cfg.recv_ring)};
-	e = lgr_propose(g, s, fd, rs, &s->seg, bells);
+	e = lgr_propose(g, s, fd, rs, &s->seg, &bell);
 	if (e == -EPIPE || e == -ECONNRESET) {
 		/* The listener's process is gone: its entry goes too. */
 		why = DECL_NO_DEVICE;
@@ -263,8 +260,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	g = NULL;
 	rings_setup(s);
 	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
-	s->bell = bells[0];
-	s->peer_bell = bells[1];
+	s->bell = bell;
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	/* A peer answering within a millisecond is usmc: no probe before that. */
 	s->recheck_ns = sys_now_ns() + 1000000ull;
@@ -333,21 +329,20 @@ static void claim_listener(struct usock *l)
 
 void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer)
 {
-	int bells[CLC_NBELLS];
+	int bell;
 	uint64_t id;
 	struct seg_loc loc;
 
 	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
-	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, bells, &id) != 1) {
+	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;
 	}
 	s->seg = loc;
 	s->conn_id = id;
-	s->peer_bell = sys_fd_high(bells[0]);
-	s->bell = sys_fd_high(bells[1]);
+	s->bell = sys_fd_high(bell);
 	uint32_t st = SEG_PENDING;
 	enum decline why = DECL_PROTOCOL;
 	if (loc.hdr->magic != SEG_MAGIC) {
@@ -1226,7 +1221,7 @@ int conn_close(struct usock *s, int fd)
 		struct holders *h = s->hold;
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
 			/* Another process still holds this end: only our copies go. */
-			close_bells(s);
+			close_bell(s);
 			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;
 		} else {
@@ -1324,7 +1319,6 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 		.nonblock = s->nonblock,
 		.shut_rd = s->shut_rd, .shut_wr = s->shut_wr, .abortive = s->abortive,
 		.arena_fd = dup_inheritable(s->seg.arena->fd), .bell = dup_inheritable(s->bell),
-		.peer_bell = dup_inheritable(s->peer_bell),
 		.hold_fd = s->hold ? dup_inheritable(s->hold_fd) : -1,
 		.arena_size = s->seg.arena->size, .seg_off = s->seg.off, .seg_size = s->seg.size,
 		.ring_size = {s->seg.ring_size[0], s->seg.ring_size[1]},
@@ -1336,7 +1330,7 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 	};
 	op_unlock(s, HOLD_RX);
 	op_unlock(s, HOLD_TX);
-	if (x->arena_fd < 0 || x->bell < 0 || x->peer_bell < 0 || (s->hold && x->hold_fd < 0)) {
+	if (x->arena_fd < 0 || x->bell < 0 || (s->hold && x->hold_fd < 0)) {
 		conn_export_close(x);
 		return -1;
 	}
@@ -1345,7 +1339,7 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 
 void conn_export_close(struct conn_export *x)
 {
-	int *fds[] = {&x->arena_fd, &x->bell, &x->peer_bell, &x->hold_fd};
+	int *fds[] = {&x->arena_fd, &x->bell, &x->hold_fd};
 
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
@@ -1360,7 +1354,7 @@ struct usock *conn_import(const struct conn_export *in)
 	struct usock *s = NULL;
 	struct arena *a = NULL;
 
-	if (!conn_export_valid(&x) || x.bell < 0 || x.peer_bell < 0)
+	if (!conn_export_valid(&x) || x.bell < 0)
 		goto fail;
 	a = lgr_arena_adopt(x.arena_fd, x.arena_size);
 	x.arena_fd = -1;
@@ -1385,8 +1379,7 @@ struct usock *conn_import(const struct conn_export *in)
 		x.hold_fd = -1;
 	}
 	s->bell = sys_fd_high(x.bell);
-	s->peer_bell = sys_fd_high(x.peer_bell);
-	x.bell = x.peer_bell = -1;
+	x.bell = -1;
 	s->connected = 1;
 	s->shut_rd = x.shut_rd;
 	s->shut_wr = x.shut_wr;
@@ -1405,7 +1398,7 @@ fail:
 			holders_unmap(s->hold);
 			real.close(s->hold_fd);
 		}
-		close_bells(s);
+		close_bell(s);
 		if (s->seg.arena)
 			lgr_seg_forget(&s->seg);
 		usock_put(s);

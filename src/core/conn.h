@@ -63,9 +63,10 @@ struct usock {
 	uint64_t conn_id;
 	struct seg_loc seg;
 	struct ring_end tx, rx;
-	/* Doorbells for poll and epoll (blocking calls sleep on futexes): ours, which
-	 * we poll, and the end of the peer's that we ring. */
-	int bell, peer_bell;
+	/* Our end of the doorbell for poll and epoll (blocking calls sleep on
+	 * futexes): a socket pair, so the one descriptor both sleeps (the peer's
+	 * rings arrive on it) and rings the peer (what we send arrives on theirs). */
+	int bell;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
 	/* listener */

@@ -32,7 +32,7 @@ static int timeout_ok(const struct timeval *tv)
 
 int conn_export_claim(const struct conn_export *x, int first, int last, unsigned char *taken)
 {
-	const int f[] = {x->arena_fd, x->bell, x->peer_bell, x->hold_fd};
+	const int f[] = {x->arena_fd, x->bell, x->hold_fd};
 	const unsigned n = sizeof(f) / sizeof(f[0]);
 
 	if (x->fd < 0 || x->fd >= first)

@@ -39,20 +39,18 @@ static struct lgr *lgr_new(enum lgr_role role, int ctl)
 	return g;
 }
 
-static void bells_close(int bells[CLC_NBELLS])
+static void bell_close(int *bell)
 {
-	for (int i = 0; i < CLC_NBELLS; i++) {
-		if (bells[i] >= 0)
-			real.close(bells[i]);
-		bells[i] = -1;
-	}
+	if (*bell >= 0)
+		real.close(*bell);
+	*bell = -1;
 }
 
 static void seg_list_free(struct seg_ref *r)
 {
 	while (r) {
 		struct seg_ref *n = r->next;
-		bells_close(r->bells);
+		bell_close(&r->bell);
 		free(r);
 		r = n;
 	}
@@ -178,19 +176,18 @@ static struct seg_ref *seg_take_free(struct lgr *g, uint64_t size)
 	return NULL;
 }
 
-/* Called with g->lock held. bells gets the doorbells kept with a reused segment,
- * or -1s. */
-static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off,
-		     int bells[CLC_NBELLS])
+/* Called with g->lock held. bell gets the doorbell end kept with a reused
+ * segment, or -1. */
+static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off, int *bell)
 {
 	struct seg_ref *r = seg_take_free(g, size);
 	struct arena *a;
 
-	bells[0] = bells[1] = -1;
+	*bell = -1;
 	if (r) {
 		*ap = r->arena;
 		*off = r->off;
-		memcpy(bells, r->bells, sizeof(r->bells));
+		*bell = r->bell;
 		free(r);
 		return 0;
 	}
@@ -221,44 +218,35 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 	return 0;
 }
 
-/* Two new doorbells for a connection: ours (we sleep on [0], ring [1]) and the
- * ends that go to the server. Returns 0 or -errno. */
-static int bells_new(int ours[CLC_NBELLS], int theirs[CLC_NBELLS])
+/* A new doorbell for a connection: our end, and the one that goes to the server.
+ * Returns 0 or -errno. */
+static int bell_new(int *ours, int *theirs)
 {
-	/* [i][0] is polled by the side that sleeps, [i][1] rung by the other: pair 0
-	 * is ours, pair 1 the server's. */
-	int pairs[2][2];
+	int pair[2];
 
-	if (dev->doorbell_create(pairs[0]) < 0)
+	if (dev->doorbell_create(pair) < 0)
 		return -ENOMEM;
-	if (dev->doorbell_create(pairs[1]) < 0) {
-		real.close(pairs[0][0]);
-		real.close(pairs[0][1]);
-		return -ENOMEM;
-	}
-	theirs[0] = pairs[0][1];
-	theirs[1] = pairs[1][0];
-	ours[0] = sys_fd_high(pairs[0][0]);
-	ours[1] = sys_fd_high(pairs[1][1]);
+	*ours = sys_fd_high(pair[0]);
+	*theirs = pair[1];
 	return 0;
 }
 
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, int bells[CLC_NBELLS])
+		struct seg_loc *loc, int *bell)
 {
 	struct clc_proposal p;
 	struct arena *a;
 	uint64_t off, size = seg_bytes(ring_size);
-	int fds[CLC_FD_MAX], nfds = 1, theirs[CLC_NBELLS] = {-1, -1}, e;
+	int fds[CLC_FD_MAX], nfds = 1, theirs = -1, e;
 
 	pthread_mutex_lock(&g->lock);
 	if (g->dead) {
 		pthread_mutex_unlock(&g->lock);
 		return -EPIPE;
 	}
-	e = seg_carve(g, size, &a, &off, bells);
-	if (!e && bells[0] < 0)
-		e = bells_new(bells, theirs);
+	e = seg_carve(g, size, &a, &off, bell);
+	if (!e && *bell < 0)
+		e = bell_new(bell, &theirs);
 	if (e) {
 		pthread_mutex_unlock(&g->lock);
 		return e;
@@ -276,25 +264,23 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	p.ring_size[0] = ring_size[0];
 	p.ring_size[1] = ring_size[1];
 	fds[CLC_FD_TCP] = tcpfd;
-	if (theirs[0] < 0) {
-		p.flags |= CLC_F_BELLS_KEPT;
-	} else {
-		memcpy(fds + nfds, theirs, sizeof(theirs));
-		nfds += CLC_NBELLS;
-	}
+	if (theirs < 0)
+		p.flags |= CLC_F_BELL_KEPT;
+	else
+		fds[nfds++] = theirs;
 	if (a->unsent) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
 		fds[nfds++] = a->fd;
 	}
 	ssize_t n = dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
-	bells_close(theirs);
+	bell_close(&theirs);
 	if (n != (ssize_t)sizeof(p)) {
-		/* The doorbells go too: the server may or may not have kept its ends. */
-		bells_close(bells);
+		/* The doorbell goes too: the server may or may not have kept its end. */
+		bell_close(bell);
 		struct seg_ref *r = malloc(sizeof(*r));
 		if (r) {
-			*r = (struct seg_ref){a, off, size, {-1, -1}, g->free};
+			*r = (struct seg_ref){a, off, size, -1, g->free};
 			g->free = r;
 		}
 		pthread_mutex_unlock(&g->lock);
@@ -425,36 +411,28 @@ static void arena_unadopt(struct arena *a)
 	pthread_mutex_unlock(&adopted_lock);
 }
 
-void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS])
+void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
 {
 	struct lgr *g = loc->lgr;
 	uint32_t bit = role == LGR_CLIENT ? SEG_REL_CLIENT : SEG_REL_SERVER;
-	int keep[CLC_NBELLS] = {-1, -1};
 
 	if (!g) {
 		/* Adopted after exec(): the segment goes back to a link group of the
 		 * process before, or of the peer, which find it released. */
-		if (bells)
-			bells_close((int[CLC_NBELLS]){bells[0], bells[1]});
+		bell_close(&bell);
 		atomic_fetch_or(&loc->hdr->released, bit);
 		arena_unadopt(loc->arena);
 		return;
 	}
-	if (bells)
-		memcpy(keep, bells, sizeof(keep));
 	if (role == LGR_SERVER) {
-		/* Kept in the order a proposal carries them: the end that rings
-		 * the client first. */
-		keep[0] = bells ? bells[1] : -1;
-		keep[1] = bells ? bells[0] : -1;
 		/* Kept before the release is seen: the client may propose the
 		 * segment again the moment it is. */
 		pthread_mutex_lock(&g->lock);
-		if (keep[0] >= 0 && !g->dead &&
-		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), keep) == 0)
-			keep[0] = keep[1] = -1;
+		if (bell >= 0 && !g->dead &&
+		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), bell) == 0)
+			bell = -1;
 		pthread_mutex_unlock(&g->lock);
-		bells_close(keep);
+		bell_close(&bell);
 	}
 	uint32_t old = atomic_fetch_or(&loc->hdr->released, bit);
 
@@ -467,9 +445,9 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CL
 				break;
 			}
 		if (!r || g->dead)
-			bells_close(keep);
+			bell_close(&bell);
 		if (r) {
-			*r = (struct seg_ref){loc->arena, loc->off, loc->size, {keep[0], keep[1]}, NULL};
+			*r = (struct seg_ref){loc->arena, loc->off, loc->size, bell, NULL};
 			if ((old | bit) == (SEG_REL_CLIENT | SEG_REL_SERVER)) {
 				r->next = g->free;
 				g->free = r;
@@ -629,14 +607,12 @@ static void server_lgr_dead(struct lgr *g)
 static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, const int *got)
 {
 	struct arena *a;
-	int fds[CLC_FD_MAX] = {-1, -1, -1, -1}, k = 0, kept = (p->flags & CLC_F_BELLS_KEPT) != 0;
+	int fds[CLC_FD_MAX] = {-1, -1, -1}, k = 0, kept = (p->flags & CLC_F_BELL_KEPT) != 0;
 
-	/* Into the full layout: the TCP socket, the doorbells, the arena. */
+	/* Into the full layout: the TCP socket, the doorbell, the arena. */
 	fds[CLC_FD_TCP] = got[k++];
-	if (!kept) {
-		fds[CLC_FD_BELLS] = got[k++];
-		fds[CLC_FD_BELLS + 1] = got[k++];
-	}
+	if (!kept)
+		fds[CLC_FD_BELL] = got[k++];
 	if (p->flags & CLC_F_NEW_ARENA)
 		fds[CLC_FD_ARENA] = got[k++];
 
@@ -679,17 +655,16 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
 		goto drop;
 	}
-	/* The segment's doorbells: those kept from its last connection, or new ones
-	 * replacing them. */
+	/* The segment's doorbell: our end kept from its last connection, or a new
+	 * one replacing it. */
 	uint64_t key = bellcache_key(p->arena_id, p->seg_off);
-	int r = 0;
 	pthread_mutex_lock(&g->lock);
 	if (kept)
-		r = bellcache_take(&g->kept, key, fds + CLC_FD_BELLS);
+		fds[CLC_FD_BELL] = bellcache_take(&g->kept, key);
 	else
 		bellcache_drop(&g->kept, key);
 	pthread_mutex_unlock(&g->lock);
-	if (r < 0) {
+	if (fds[CLC_FD_BELL] < 0) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
 		goto drop;
@@ -867,7 +842,7 @@ static struct prop *take_match(const struct addr *local, const struct addr *peer
 }
 
 int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct sockaddr_storage *bound,
-		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int bells[CLC_NBELLS], uint64_t *conn_id)
+		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id)
 {
 	struct addr local, peer;
 	struct prop *hit = NULL;
@@ -933,7 +908,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 				(struct seg_hdr *)(a->base + hit->p.seg_off)};
 	*conn_id = hit->p.conn_id;
 	real.close(hit->fds[CLC_FD_TCP]);
-	memcpy(bells, hit->fds + CLC_FD_BELLS, CLC_NBELLS * sizeof(int));
+	*bell = hit->fds[CLC_FD_BELL];
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
 }
@@ -995,9 +970,9 @@ static void forget_in_child(struct lgr *g)
 	g->ctl = -1;
 	bellcache_clear(&g->kept);
 	for (struct seg_ref *r = g->free; r; r = r->next)
-		bells_close(r->bells);
+		bell_close(&r->bell);
 	for (struct seg_ref *r = g->zombies; r; r = r->next)
-		bells_close(r->bells);
+		bell_close(&r->bell);
 	lgr_put(g);
 }
 

@@ -31,11 +31,11 @@ struct arena {
 };
 
 /* A segment handed back by its client, reusable or waiting for the server, with
- * the client's doorbell ends when both ends kept theirs (else -1). */
+ * the client's doorbell end when both ends kept theirs (else -1). */
 struct seg_ref {
 	struct arena *arena;
 	uint64_t off, size;
-	int bells[CLC_NBELLS];
+	int bell;
 	struct seg_ref *next;
 };
 
@@ -53,7 +53,7 @@ struct lgr {
 	struct arena *arenas;
 	struct seg_ref *free, *zombies;  /* client: reusable / waiting for the server */
 	struct usock *pending;           /* client: proposed, not yet resolved */
-	struct bellcache kept;           /* server: doorbells of released segments */
+	struct bellcache kept;           /* server: doorbell ends of released segments */
 	struct lgr *next;
 };
 
@@ -69,10 +69,11 @@ struct seg_loc {
 /* Client: find or open the link group to a listener; returns it referenced. */
 struct lgr *lgr_client_get(const char *path);
 /* Client: carve a segment, initialise it PENDING, and send the proposal for it with
- * our TCP socket and, unless the segment's are kept, new doorbells. bells gets
- * our ends: [0] we sleep on, [1] we ring. Returns 0 or -errno. */
+ * our TCP socket and, unless the segment's is kept, the server's end of a new
+ * doorbell. bell gets our end (we sleep on it and ring through it). Returns 0 or
+ * -errno. */
 int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, int bells[CLC_NBELLS]);
+		struct seg_loc *loc, int *bell);
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
@@ -84,10 +85,10 @@ void lgr_seg_forget(struct seg_loc *loc);
 struct arena *lgr_arena_adopt(int fd, uint64_t size);
 
 /* Both: give a segment back and drop the connection's reference (a connection
- * adopted after exec() has no link group: loc->lgr is NULL). bells, the
- * connection's doorbell ends ([0] it sleeps on, [1] it rings), are taken over (kept for the segment's next
- * connection, or closed); NULL when the connection did not end cleanly. */
-void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, const int bells[CLC_NBELLS]);
+ * adopted after exec() has no link group: loc->lgr is NULL). bell, the
+ * connection's doorbell end, is taken over (kept for the segment's next
+ * connection, or closed); -1 when the connection did not end cleanly. */
+void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell);
 void lgr_put(struct lgr *g);
 /* Both: a connection's peer vanished without closing. If the peer process's channel
  * hung up, the link group stops being offered to new connections and goes, arenas
@@ -100,10 +101,10 @@ const char *lgr_server_name(void);
 /* Server: after accept() returned tcpfd from the listener bound to bound (whose
  * network namespace cookie *netns_cookie caches, 0 until known), find the
  * proposal for it. Returns 1 and
- * fills loc/ev/conn_id on a match (the caller attaches), 0 if the client did not
+ * fills loc/bell/conn_id on a match (the caller attaches), 0 if the client did not
  * propose, and -reason if a proposal matched but cannot be used (it was declined). */
 int lgr_server_match(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
-		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int bells[CLC_NBELLS], uint64_t *conn_id);
+		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);

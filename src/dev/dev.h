@@ -14,10 +14,11 @@ struct dev_ops {
 	int (*arena_create)(uint64_t size);            /* returns a descriptor or -errno */
 	void *(*arena_map)(int fd, uint64_t size);     /* NULL on failure */
 	void (*arena_unmap)(void *base, uint64_t size);
-	/* Doorbells for poll and epoll: fds[0] is polled and cleared by the waiter,
-	 * fds[1] rung by the other side. Ringing never blocks, whatever the other
-	 * side does to the descriptors it holds. Whoever keeps an end moves it out
-	 * of the application's range (sys_fd_high); ends passed on are not worth it. */
+	/* Doorbells for poll and epoll: a pair of ends, one for each side. An end
+	 * is polled and cleared by its side when it waits, and rung to wake the
+	 * other. Ringing never blocks, whatever the other side does to the
+	 * descriptor it holds. Whoever keeps an end moves it out of the
+	 * application's range (sys_fd_high); an end passed on is not worth it. */
 	int (*doorbell_create)(int fds[2]);
 	void (*doorbell_ring)(int fd);
 	void (*doorbell_clear)(int fd);

@@ -2,7 +2,7 @@
  *
  * Before the exec, every attached connection whose descriptor survives it
  * (no FD_CLOEXEC) is described in a memfd the next program inherits, with
- * inheritable copies of its arena, doorbells and holders' page; the environment
+ * inheritable copies of its arena, doorbell and holders' page; the environment
  * names the memfd. The library's constructor in the next program maps them back
  * and takes up the connections where they were: the peer notices nothing. If
  * the exec fails, the copies go and nothing changed. The next program must run

@@ -3,7 +3,7 @@
  * When a message passes accelerated sockets to a process that runs usmc, the
  * sender makes each a shared end (as at fork: the receiver becomes one more
  * holder) and appends to the message's descriptors inheritable copies of what
- * each needs (arena, doorbells, holders' page) and, last, a memfd describing
+ * each needs (arena, doorbell, holders' page) and, last, a memfd describing
  * them. The receiver's library recognises that memfd, takes the connections up,
  * and hands the application its own descriptors only, as if nothing had been
  * added. A receiver that does not run usmc gets the message unchanged. */
@@ -28,7 +28,7 @@
 #define PASS_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 /* Sockets handed over in one message, and what travels with each. */
 #define PASS_SOCKS 16
-#define PASS_EXTRA 4
+#define PASS_EXTRA 3
 #define PASS_FDS_MAX (PASS_SOCKS * PASS_EXTRA + 1)
 
 struct pass_hdr {
@@ -41,7 +41,7 @@ struct pass_hdr {
 /* In a record, descriptors are indexes into the message's descriptor array. */
 static void record_fds(struct conn_export *x, int *fds)
 {
-	int *f[] = {&x->fd, &x->arena_fd, &x->bell, &x->peer_bell, &x->hold_fd};
+	int *f[] = {&x->fd, &x->arena_fd, &x->bell, &x->hold_fd};
 
 	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		*f[i] = *f[i] < 0 ? -1 : fds[*f[i]];
@@ -131,7 +131,7 @@ ssize_t fdpass_sendmsg(int fd, const struct msghdr *m, int flags)
 	/* The records name descriptors by their index in the message. */
 	struct pass_hdr h = {PASS_MAGIC, (uint32_t)n, 0, 0};
 	for (int k = 0; k < n; k++) {
-		int *f[] = {&x[k].arena_fd, &x[k].bell, &x[k].peer_bell, &x[k].hold_fd};
+		int *f[PASS_EXTRA] = {&x[k].arena_fd, &x[k].bell, &x[k].hold_fd};
 		for (int j = 0; j < PASS_EXTRA; j++)
 			if (*f[j] >= 0) {
 				extra[nextra] = *f[j];

@@ -767,9 +767,8 @@ void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size
         h->magic = SEG_MAGIC;
         atomic_store(&h->state, SEG_PENDING);
     }
-    for (int i = 0; i < CLC_NBELLS; i++)
-        if ((f->bells[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-            FAIL("eventfd: %s", fl_errname(errno));
+    if ((f->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        FAIL("eventfd: %s", fl_errname(errno));
     f->p.hdr = (struct clc_hdr){CLC_EYECATCHER, CLC_PROPOSAL, CLC_VERSION, sizeof(f->p)};
     f->p.flags = CLC_F_NEW_ARENA;
     f->p.arena_id = 1;
@@ -785,14 +784,13 @@ void fl_forge_close(struct fl_forge *f)
     munmap(f->base, f->arena_size);
     close(f->memfd);
     close(f->ctl);
-    for (int i = 0; i < CLC_NBELLS; i++)
-        close(f->bells[i]);
+    close(f->bell);
 }
 
 int fl_forge_fds(const struct fl_forge *f, int tcp, int *fds)
 {
     fds[CLC_FD_TCP] = tcp;
-    memcpy(fds + CLC_FD_BELLS, f->bells, sizeof(f->bells));
+    fds[CLC_FD_BELL] = f->bell;
     fds[CLC_FD_ARENA] = f->memfd;
     return (f->p.flags & CLC_F_NEW_ARENA) ? CLC_FD_ARENA + 1 : CLC_FD_ARENA;
 }

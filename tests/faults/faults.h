@@ -172,7 +172,7 @@ struct fl_forge {
     int memfd;
     unsigned char *base;
     uint64_t arena_size;
-    int bells[CLC_NBELLS];
+    int bell;
     struct clc_proposal p;
 };
 /* The memfd is arena_size bytes long; the proposal announces it as a new arena (flags
@@ -180,7 +180,7 @@ struct fl_forge {
 void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size,
                    uint64_t seg_off, uint64_t ring, uint64_t conn_id);
 void fl_forge_close(struct fl_forge *f);
-/* Descriptors of the proposal in wire order: tcp, the doorbells, and the arena when announced. */
+/* Descriptors of the proposal in wire order: tcp, the doorbell end, and the arena when announced. */
 int fl_forge_fds(const struct fl_forge *f, int tcp, int *fds);
 /* One datagram with these descriptors; fails the program unless all of it was sent. */
 void fl_ctl_send(int ctl, const void *msg, size_t len, const int *fds, int nfds);

@@ -54,7 +54,7 @@ static void send_proposal(struct fl_forge *f, const void *msg, size_t len, int n
     int fds[CLC_FD_MAX + 1], tcp = fl_raw_socket();
     int have = fl_forge_fds(f, tcp, fds);
 
-    fds[have] = f->bells[0]; /* one more than any proposal takes, when asked for */
+    fds[have] = f->bell; /* one more than any proposal takes, when asked for */
     fl_ctl_send(f->ctl, msg, len, fds, nfds < 0 ? have : nfds);
     close(tcp);
 }

@@ -6,8 +6,8 @@
  * accelerated or fallen back for want of descriptors (fallback_memory).
  *
  * usage: many_connections N
- * RLIMIT_NOFILE is raised as needed: an accelerated connection takes three descriptors on
- * each side (the socket and two doorbells), so N = 10000 needs a hard limit above 30256.
+ * RLIMIT_NOFILE is raised as needed: an accelerated connection takes two descriptors on
+ * each side (the socket and its doorbell end), so N = 10000 needs a hard limit above 20256.
  * Without the right to raise the hard limit (CAP_SYS_RESOURCE), N shrinks to fit and says
  * so; to run the full count there, raise it beforehand where that right exists (`ulimit -Hn
  * 65536` in a root shell that has it, `docker run --ulimit nofile=65536`, or a limits.conf
@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define FDS_PER_CONN 3
+#define FDS_PER_CONN 2
 #define SPARE_FDS 256
 #define EXTRA_FREE 16 /* descriptors left to the client beyond the limit */
 

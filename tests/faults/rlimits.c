@@ -107,7 +107,7 @@ static void map_counters(void)
 }
 
 /* Waits until the server has let go of every attached segment we let go of: until then
- * the next connection carves a new one (with doorbells of its own) instead of reusing it.
+ * the next connection carves a new one (with a doorbell of its own) instead of reusing it.
  * (A segment the server never attached is never released by it.) */
 static void settle(void)
 {

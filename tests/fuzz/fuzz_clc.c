@@ -25,12 +25,12 @@ static int ring_size_ok(uint64_t v)
 static int proposal_ok(const struct clc_proposal *p, int nfds)
 {
 	int new_arena = (p->flags & CLC_F_NEW_ARENA) != 0;
-	int kept = (p->flags & CLC_F_BELLS_KEPT) != 0;
+	int kept = (p->flags & CLC_F_BELL_KEPT) != 0;
 
-	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELLS_KEPT)) || (new_arena && kept))
+	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) || (new_arena && kept))
 		return 0;
-	/* the TCP socket, two doorbells unless kept, the arena when new */
-	if (nfds != 1 + (kept ? 0 : 2) + new_arena)
+	/* the TCP socket, the doorbell end unless kept, the arena when new */
+	if (nfds != 1 + !kept + new_arena)
 		return 0;
 	if (new_arena && (p->arena_size == 0 || p->arena_size % PAGE ||
 			  p->arena_size > CLC_ARENA_MAX))
@@ -124,7 +124,7 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	p.seg_off = 16 * PAGE;
 	p.seg_size = seg_bytes(p.ring_size);
 	emit_msg(emit, clc_proposal_nfds(p.flags), &p, sizeof(p));
-	p.flags = CLC_F_BELLS_KEPT;
+	p.flags = CLC_F_BELL_KEPT;
 	emit_msg(emit, clc_proposal_nfds(p.flags), &p, sizeof(p));
 	p.flags = CLC_F_NEW_ARENA;
 	p.arena_size = 1u << 24;

@@ -27,7 +27,7 @@ static void check_claim(const struct conn_export *x, const uint8_t *shape)
 	enum { MAX = 65 };
 	unsigned char taken[MAX], before[MAX];
 	int first = shape[0] % MAX, last = first + shape[1] % (MAX - first + 1);
-	const int f[] = {x->arena_fd, x->bell, x->peer_bell, x->hold_fd};
+	const int f[] = {x->arena_fd, x->bell, x->hold_fd};
 
 	for (int i = 0; i < MAX; i++)
 		taken[i] = (unsigned char)((shape[2] >> (i % 8)) & 1);
@@ -38,7 +38,7 @@ static void check_claim(const struct conn_export *x, const uint8_t *shape)
 	}
 	FUZZ_ASSERT(x->fd >= 0 && x->fd < first);
 	int newly = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < (int)(sizeof(f) / sizeof(f[0])); i++) {
 		if (f[i] == -1)
 			continue;
 		FUZZ_ASSERT(f[i] >= first && f[i] < last && !before[f[i] - first] && taken[f[i] - first]);
@@ -91,14 +91,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 void fuzz_seeds(fuzz_emit_fn *emit)
 {
 	struct conn_export x = {
-		.fd = 5, .family = AF_INET, .arena_fd = 6, .bell = 7, .peer_bell = 8, .hold_fd = -1,
+		.fd = 5, .family = AF_INET, .arena_fd = 6, .bell = 7, .hold_fd = -1,
 		.arena_size = 1u << 20, .seg_off = 0, .seg_size = 4096 + 2 * 65536,
 		.ring_size = {65536, 65536}, .tx_pos = 100, .tx_peer = 40, .tx_cap = 65536,
 		.rx_pos = 7, .rx_peer = 90, .rcvtimeo = {1, 500000},
 	};
 
 	emit(&x, sizeof(x));
-	/* A record passed with two sockets of the application's: indexes 5..8 appended. */
+	/* A record passed with two sockets of the application's: indexes 5..7 appended. */
 	struct {
 		struct conn_export x;
 		uint8_t shape[3];
@@ -106,7 +106,6 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	passed.x.fd = 1;
 	passed.x.arena_fd = 5;
 	passed.x.bell = 6;
-	passed.x.peer_bell = 7;
 	emit(&passed, sizeof(passed));
 	x.server = 1;
 	x.family = AF_INET6;

@@ -243,20 +243,20 @@ static void test_descriptor_counts(void)
 	struct clc_withdraw w;
 	struct clc_decline d;
 
-	pk.flags = CLC_F_BELLS_KEPT;
+	pk.flags = CLC_F_BELL_KEPT;
 	clc_withdraw_init(&w, 1);
 	clc_decline_init(&d, 1, 1);
 	for (int n = -1; n <= 8; n++) {
 		CHECK_EQ(decode(&p0, sizeof(p0), n), n == CLC_FD_ARENA ? CLC_OK : CLC_EFDS);
 		CHECK_EQ(decode(&p1, sizeof(p1), n), n == CLC_FD_ARENA + 1 ? CLC_OK : CLC_EFDS);
-		/* kept doorbells: only the TCP socket travels */
+		/* a kept doorbell: only the TCP socket travels */
 		CHECK_EQ(decode(&pk, sizeof(pk), n), n == 1 ? CLC_OK : CLC_EFDS);
 		CHECK_EQ(decode(&w, sizeof(w), n), n == 0 ? CLC_OK : CLC_EFDS);
 		CHECK_EQ(decode(&d, sizeof(d), n), n == 0 ? CLC_OK : CLC_EFDS);
 	}
 	CHECK_EQ(decode(&p0, sizeof(p0), CLC_FD_MAX + 100), CLC_EFDS);
 	/* a new arena has no segment that served before */
-	p1.flags |= CLC_F_BELLS_KEPT;
+	p1.flags |= CLC_F_BELL_KEPT;
 	CHECK_EQ(decode(&p1, sizeof(p1), 2), CLC_EFIELD);
 	CHECK_EQ(decode(&w, sizeof(w), -1000), CLC_EFDS);
 }

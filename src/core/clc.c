@@ -31,6 +31,24 @@ void clc_decline_init(struct clc_decline *d, uint64_t conn_id, uint32_t reason)
 	d->reason = reason;
 }
 
+void clc_ask_init(struct clc_ask *a, uint64_t seq)
+{
+	memset(a, 0, sizeof(*a));
+	hdr_init(&a->hdr, CLC_ASK, sizeof(*a));
+	a->seq = seq;
+}
+
+void clc_handoff_init(struct clc_handoff *h, uint64_t seq, const struct clc_proposal *p)
+{
+	memset(h, 0, sizeof(*h));
+	hdr_init(&h->hdr, CLC_HANDOFF, sizeof(*h));
+	h->seq = seq;
+	if (p) {
+		h->found = 1;
+		h->p = *p;
+	}
+}
+
 int clc_proposal_nfds(uint32_t flags)
 {
 	return 1 + ((flags & CLC_F_BELL_KEPT) ? 0 : 1) + ((flags & CLC_F_NEW_ARENA) ? 1 : 0);
@@ -63,6 +81,33 @@ static int check_proposal(const struct clc_proposal *p, int nfds)
 	return CLC_OK;
 }
 
+static int check_ask(const struct clc_ask *a, int nfds)
+{
+	static const uint8_t zero[12];
+
+	if ((a->family != 4 && a->family != 6) || a->pad[0] || a->pad[1] || a->pad[2])
+		return CLC_EFIELD;
+	if (a->family == 4 && (memcmp(a->server_ip + 4, zero, 12) || memcmp(a->client_ip + 4, zero, 12)))
+		return CLC_EFIELD;
+	return nfds == 0 ? CLC_OK : CLC_EFDS;
+}
+
+static int check_handoff(const struct clc_handoff *h, int nfds)
+{
+	static const struct clc_proposal none;
+	const struct clc_proposal *p = &h->p;
+
+	if (h->pad || h->found > 1)
+		return CLC_EFIELD;
+	if (!h->found)
+		return memcmp(p, &none, sizeof(none)) ? CLC_EFIELD : nfds == 0 ? CLC_OK : CLC_EFDS;
+	if (p->hdr.eyecatcher != CLC_EYECATCHER || p->hdr.version != CLC_VERSION ||
+	    p->hdr.type != CLC_PROPOSAL || p->hdr.length != sizeof(*p) ||
+	    p->flags != CLC_F_NEW_ARENA)
+		return CLC_EFIELD;
+	return check_proposal(p, nfds);
+}
+
 int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 {
 	struct clc_hdr h;
@@ -77,6 +122,8 @@ int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 	case CLC_PROPOSAL: want = sizeof(struct clc_proposal); break;
 	case CLC_WITHDRAW: want = sizeof(struct clc_withdraw); break;
 	case CLC_DECLINE: want = sizeof(struct clc_decline); break;
+	case CLC_ASK: want = sizeof(struct clc_ask); break;
+	case CLC_HANDOFF: want = sizeof(struct clc_handoff); break;
 	default: return CLC_ETYPE;
 	}
 	if (len < want)
@@ -86,6 +133,10 @@ int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 	memcpy(out, buf, want);
 	if (h.type == CLC_PROPOSAL)
 		return check_proposal(&out->proposal, nfds);
+	if (h.type == CLC_ASK)
+		return check_ask(&out->ask, nfds);
+	if (h.type == CLC_HANDOFF)
+		return check_handoff(&out->handoff, nfds);
 	if ((h.type == CLC_WITHDRAW && (out->withdraw.pad[0] || out->withdraw.pad[1])) ||
 	    (h.type == CLC_DECLINE && out->decline.pad))
 		return CLC_EFIELD;

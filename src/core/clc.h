@@ -6,6 +6,15 @@
  * yet, so the proposal carries the client's TCP socket itself (SCM_RIGHTS) and
  * the acceptor reads the 4-tuple from it: that is the proof of binding.
  *
+ * Processes that accept on one listening socket (prefork workers) share its
+ * control socket, so a proposal reaches whichever took its client's channel,
+ * while the kernel hands the connection to any of them. An acceptor that finds
+ * no proposal ASKs its siblings for the connection's 4-tuple; the holder answers
+ * with a HANDOFF of the proposal and everything that came with it (handoff.h).
+ * The asker proves nothing with the ASK: the holder hands proposals only to
+ * processes accepting on the same port, and the asker checks that the client's
+ * socket in the HANDOFF mirrors the one it accepted.
+ *
  * All messages are fixed-size little-endian structures with an eyecatcher, a
  * type and a length; the decoder accepts nothing else. */
 #ifndef USMC_CLC_H
@@ -21,6 +30,8 @@ enum clc_type {
 	CLC_PROPOSAL = 1, /* client -> server: attach this segment to my connection */
 	CLC_WITHDRAW = 2, /* client -> server: the proposed connection never came up */
 	CLC_DECLINE = 3,  /* server -> client: will not attach (reason given) */
+	CLC_ASK = 4,      /* acceptor -> sibling: the proposal for my connection? */
+	CLC_HANDOFF = 5,  /* sibling -> acceptor: here it is, or not here */
 };
 
 /* Fds that travel with a PROPOSAL, in this order; those a flag leaves out are
@@ -74,16 +85,45 @@ struct clc_decline {
 	uint64_t conn_id;
 };
 
+/* No descriptor travels: one that did would keep the asker's connection open
+ * (its FIN held back) for as long as the message waits unread. */
+struct clc_ask {
+	struct clc_hdr hdr;
+	uint8_t family;       /* 4 or 6; an IPv4 address leaves bytes 4..15 zero */
+	uint8_t pad[3];
+	uint16_t server_port;
+	uint16_t client_port;
+	uint8_t server_ip[16];
+	uint8_t client_ip[16];
+	uint64_t seq;         /* the asker's, echoed in the answer */
+};
+
+/* found: p is the proposal as the client sent it, except that its arena always
+ * travels (CLC_F_NEW_ARENA, with the arena's size), followed by its
+ * descriptors: the client's TCP socket, the server's doorbell end, the arena.
+ * Not found: p is zero and nothing travels. */
+struct clc_handoff {
+	struct clc_hdr hdr;
+	uint32_t found;
+	uint32_t pad;
+	uint64_t seq;
+	struct clc_proposal p;
+};
+
 _Static_assert(sizeof(struct clc_hdr) == 8, "clc header layout");
 _Static_assert(sizeof(struct clc_proposal) == 64, "clc proposal layout");
 _Static_assert(sizeof(struct clc_withdraw) == 24, "clc withdraw layout");
 _Static_assert(sizeof(struct clc_decline) == 24, "clc decline layout");
+_Static_assert(sizeof(struct clc_ask) == 56, "clc ask layout");
+_Static_assert(sizeof(struct clc_handoff) == 88, "clc handoff layout");
 
 union clc_msg {
 	struct clc_hdr hdr;
 	struct clc_proposal proposal;
 	struct clc_withdraw withdraw;
 	struct clc_decline decline;
+	struct clc_ask ask;
+	struct clc_handoff handoff;
 };
 
 /* Limits a proposal must respect; the decoder enforces them so no later code has
@@ -109,6 +149,9 @@ const char *clc_strerror(int err);
 void clc_proposal_init(struct clc_proposal *p);
 void clc_withdraw_init(struct clc_withdraw *w, uint64_t conn_id);
 void clc_decline_init(struct clc_decline *d, uint64_t conn_id, uint32_t reason);
+void clc_ask_init(struct clc_ask *a, uint64_t seq);
+/* p NULL: not found. */
+void clc_handoff_init(struct clc_handoff *h, uint64_t seq, const struct clc_proposal *p);
 /* Number of descriptors a valid proposal with these flags carries. */
 int clc_proposal_nfds(uint32_t flags);
 

@@ -19,6 +19,7 @@
 #include "addr.h"
 #include "admit.h"
 #include "config.h"
+#include "handoff.h"
 #include "hooks.h"
 #include "registry.h"
 #include "segment.h"
@@ -336,7 +337,9 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
-	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1) {
+	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1 &&
+	    (!registry_port_shared((struct sockaddr *)&l->bound) ||
+	     handoff_fetch(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1)) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;
 	}
@@ -416,6 +419,8 @@ static void become_shm(struct usock *s, int fd)
 	pthread_mutex_unlock(&g->lock);
 	s->tx.cap = s->tx.size;
 	atomic_store(&s->mode, MODE_SHM);
+	if (s->fin_deferred)
+		real.shutdown(fd, SHUT_WR);
 	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 }
@@ -443,6 +448,8 @@ static int send_all_plain(int fd, const unsigned char *p, size_t n)
 static void client_fall_back(struct usock *s, int fd, enum decline why)
 {
 	send_all_plain(fd, s->tx.data, s->tx.pos);
+	if (s->fin_deferred)
+		real.shutdown(fd, SHUT_WR);
 	lgr_withdraw(s->seg.lgr, s->conn_id);
 	shm_teardown(s, 0);
 	fell_back(s, fd, why);
@@ -480,6 +487,12 @@ void conn_pending_check(struct usock *s, int fd)
 		 (atomic_load(&s->tcp_event) || (again && tcp_has_something(fd))))
 		why = DECL_PEER_SPOKE_TCP;
 	else if (again && !registry_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
+		why = DECL_AMBIGUOUS;
+	else if (again && registry_port_shared((struct sockaddr *)&s->dst) &&
+		 now - (s->deadline_ns - (uint64_t)cfg.handshake_ms * 1000000ull) >
+			 HANDOFF_CLIENT_WAIT_MS * 1000000ull)
+		/* Several processes accept there: the one that took the connection
+		 * asks the others for our proposal, which takes far less than this. */
 		why = DECL_AMBIGUOUS;
 	else if (again && (lgr_client_poll(s->seg.lgr), (d = atomic_load(&s->declined))))
 		why = d - 1;
@@ -1115,12 +1128,24 @@ fail:
 
 int conn_shutdown(struct usock *s, int fd, int how)
 {
-	/* The FIN leaves first: a reader that sees the flag finds it already. */
-	int r = real.shutdown(fd, how);
+	/* The FIN leaves first: a reader that sees the flag finds it already. But
+	 * a client still waiting for its attach may yet have to send what it wrote
+	 * through TCP (a fallback): its FIN waits for the outcome, and becoming
+	 * attached or falling back sends it. */
+	int wr = how == SHUT_WR || how == SHUT_RDWR, r;
 
+	pthread_mutex_lock(&s->lock);
+	int defer = wr && s->connected && conn_pending(s);
+	if (defer) {
+		s->fin_deferred = 1;
+		r = how == SHUT_RDWR ? real.shutdown(fd, SHUT_RD) : 0;
+	} else {
+		r = real.shutdown(fd, how);
+	}
+	pthread_mutex_unlock(&s->lock);
 	if (r < 0)
 		return r;
-	if (how == SHUT_WR || how == SHUT_RDWR) {
+	if (wr) {
 		op_lock(s, HOLD_TX);
 		if (conn_accel(s) && !s->shut_wr) {
 			s->shut_wr = 1;

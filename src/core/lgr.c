@@ -1,6 +1,7 @@
 #include "lgr.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "addr.h"
 #include "config.h"
 #include "conn.h"
+#include "handoff.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -159,7 +161,7 @@ static struct seg_ref *seg_take_free(struct lgr *g, uint64_t size)
 	for (struct seg_ref **pp = &g->zombies; *pp;) {
 		struct seg_ref *r = *pp;
 		struct seg_hdr *h = (struct seg_hdr *)(r->arena->base + r->off);
-		if (atomic_load(&h->released) == (SEG_REL_CLIENT | SEG_REL_SERVER)) {
+		if ((atomic_load(&h->released) & SEG_REL_BOTH) == SEG_REL_BOTH) {
 			*pp = r->next;
 			r->next = g->free;
 			g->free = r;
@@ -185,9 +187,12 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 
 	*bell = -1;
 	if (r) {
+		struct seg_hdr *h = (struct seg_hdr *)(r->arena->base + r->off);
 		*ap = r->arena;
 		*off = r->off;
 		*bell = r->bell;
+		if (!(atomic_load(&h->released) & SEG_REL_BELL_KEPT))
+			bell_close(bell);
 		free(r);
 		return 0;
 	}
@@ -429,8 +434,10 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
 		 * segment again the moment it is. */
 		pthread_mutex_lock(&g->lock);
 		if (bell >= 0 && !g->dead &&
-		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), bell) == 0)
+		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), bell) == 0) {
 			bell = -1;
+			bit |= SEG_REL_BELL_KEPT;
+		}
 		pthread_mutex_unlock(&g->lock);
 		bell_close(&bell);
 	}
@@ -448,7 +455,7 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
 			bell_close(&bell);
 		if (r) {
 			*r = (struct seg_ref){loc->arena, loc->off, loc->size, bell, NULL};
-			if ((old | bit) == (SEG_REL_CLIENT | SEG_REL_SERVER)) {
+			if (((old | bit) & SEG_REL_BOTH) == SEG_REL_BOTH) {
 				r->next = g->free;
 				g->free = r;
 			} else {
@@ -913,6 +920,80 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 	return 1;
 }
 
+int lgr_server_give(const struct addr *local, const struct addr *peer,
+		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx)
+{
+	struct prop *hit;
+
+	pthread_mutex_lock(&srv.lock);
+	if (srv.lfd < 0) {
+		pthread_mutex_unlock(&srv.lock);
+		return 0;
+	}
+	server_resolve();
+	if (!(hit = take_match(local, peer))) {
+		server_drain();
+		server_resolve();
+		hit = take_match(local, peer);
+	}
+	pthread_mutex_unlock(&srv.lock);
+	if (!hit)
+		return 0;
+
+	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
+	struct clc_proposal p = hit->p;
+	int fds[CLC_FD_MAX] = {hit->fds[CLC_FD_TCP], hit->fds[CLC_FD_BELL],
+			       real.fcntl(a->fd, F_DUPFD_CLOEXEC, 0)};
+	p.flags = CLC_F_NEW_ARENA;
+	p.arena_size = a->size;
+	if (fds[CLC_FD_ARENA] < 0 || send(ctx, &p, fds) < 0) {
+		/* It stays ours, and we cannot attach it: the client falls back. */
+		if (fds[CLC_FD_ARENA] >= 0)
+			real.close(fds[CLC_FD_ARENA]);
+		prop_drop(hit, decline_code(DECL_MEMORY));
+		return 0;
+	}
+	for (int i = 0; i < CLC_FD_MAX; i++)
+		real.close(fds[i]);
+	lgr_put(hit->lgr);
+	free(hit);
+	return 1;
+}
+
+int lgr_server_adopt(int tcpfd, const struct sockaddr *peer_sa, const struct sockaddr_storage *bound,
+		     _Atomic uint64_t *netns_cookie, const struct clc_proposal *p, int *fds,
+		     struct seg_loc *loc, int *bell)
+{
+	struct addr local, peer, cl_local, cl_peer;
+	struct arena *a = NULL;
+
+	addr_from_sockaddr(&peer, peer_sa);
+	addr_from_sockaddr(&local, (const struct sockaddr *)bound);
+	if ((addr_is_any(&local) && sock_names(tcpfd, &local, NULL) < 0) ||
+	    sock_names(fds[CLC_FD_TCP], &cl_local, &cl_peer) < 0 ||
+	    !addr_equal(&cl_local, &peer) || !addr_equal(&cl_peer, &local) ||
+	    (addr_is_loopback(&peer) && !same_netns(fds[CLC_FD_TCP], tcpfd, netns_cookie)))
+		goto fail;
+	a = lgr_arena_adopt(fds[CLC_FD_ARENA], p->arena_size);
+	fds[CLC_FD_ARENA] = -1;
+	/* The decoder bounded the segment; the arena we mapped must hold it too. */
+	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off)
+		goto fail;
+	*loc = (struct seg_loc){NULL, a, p->seg_off, p->seg_size, {p->ring_size[0], p->ring_size[1]},
+				(struct seg_hdr *)(a->base + p->seg_off)};
+	real.close(fds[CLC_FD_TCP]);
+	*bell = fds[CLC_FD_BELL];
+	return 1;
+fail:
+	stat_add(STAT_HANDSHAKE_ERR, 1);
+	if (a)
+		arena_unadopt(a);
+	for (int i = 0; i < CLC_FD_MAX; i++)
+		if (fds[i] >= 0)
+			real.close(fds[i]);
+	return 0;
+}
+
 void lgr_peer_vanished(struct lgr *g)
 {
 	struct pollfd pf = {g->ctl, 0, 0};
@@ -935,6 +1016,9 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 {
 	struct clc_decline d;
 
+	if (!g)
+		return; /* handed off by a sibling: the client's channel is the sibling's */
+
 	clc_decline_init(&d, conn_id, code);
 	dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
 }
@@ -951,6 +1035,7 @@ void lgr_server_listener_gone(void)
 		 * listener here any more, so the name goes. */
 		snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
 		unlink(path);
+		handoff_close();
 		real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, srv.lfd, NULL);
 		real.close(srv.lfd);
 		srv.lfd = -1;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "addr.h"
 #include "bellcache.h"
 #include "clc.h"
 #include "segment.h"
@@ -105,7 +106,22 @@ const char *lgr_server_name(void);
  * propose, and -reason if a proposal matched but cannot be used (it was declined). */
 int lgr_server_match(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
 		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
+/* g NULL (a connection handed off by a sibling): nothing to say it on. */
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
+/* Server, for a sibling that accepted a connection proposed to us, from peer on
+ * local. If the proposal whose client socket mirrors that is here, send() gets
+ * it, ready to travel (arena included), with its descriptors in CLC_FD_* order,
+ * which stay ours; once sent it is the sibling's, which checks the client's
+ * socket against its own. Returns 1 if it went. */
+int lgr_server_give(const struct addr *local, const struct addr *peer,
+		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx);
+/* Server: the proposal a sibling handed off for the connection we accepted on
+ * tcpfd (see lgr_server_match), with its descriptors, which are taken over.
+ * Checks that the client's socket mirrors ours and maps the arena; returns 1
+ * and fills loc (without a link group) and bell, or 0. */
+int lgr_server_adopt(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
+		     _Atomic uint64_t *netns_cookie, const struct clc_proposal *p, int *fds,
+		     struct seg_loc *loc, int *bell);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);
 

@@ -144,14 +144,6 @@ static int listener_alive(const char *path)
 	return fd != -ECONNREFUSED && fd != -ENOENT;
 }
 
-static int ambiguous(const struct sockaddr *dst)
-{
-	_Atomic uint16_t *p = ports_map();
-
-	return p && atomic_load_explicit(acceptor_of(p, addr_port(dst)), memory_order_relaxed) ==
-			    ACCEPTORS_MANY;
-}
-
 int registry_still(const struct sockaddr *dst, const char *path)
 {
 	char lp[4200], t[TARGET_MAX];
@@ -162,7 +154,7 @@ int registry_still(const struct sockaddr *dst, const char *path)
 	nl = strlen(name);
 	link_path(lp, sizeof(lp), addr_port(dst));
 	ssize_t n = readlink(lp, t, sizeof(t) - 1);
-	return n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ' && !ambiguous(dst);
+	return n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ';
 }
 
 void registry_forget(const struct sockaddr *dst, const char *path)
@@ -269,11 +261,12 @@ int registry_claim_acceptor(const struct sockaddr *bound)
 	/* Two live processes take connections from one listening socket (prefork
 	 * workers, or a worker and the one replacing it at a reload). A proposal
 	 * reaches the one process holding its client's control channel while the
-	 * kernel hands the connection to either: new clients stay on TCP, and
-	 * those still waiting for an attach give up. The mark lives in the mapped
-	 * file, so workers that dropped privileges can set it, and it goes when
-	 * one claimant is left. Each writes its pid, then counts the others: of
-	 * two arriving together, one at least sees the other. */
+	 * kernel hands the connection to either: an acceptor without the proposal
+	 * asks the others (handoff.h), and a client still waiting after that
+	 * gives up sooner. The mark lives in the mapped file, so workers that
+	 * dropped privileges can set it, and it goes when one claimant is left.
+	 * Each writes its pid, then counts the others: of two arriving together,
+	 * one at least sees the other. */
 	if (claimants_note(c, me)) {
 		atomic_store(a, ACCEPTORS_MANY);
 		return -1;
@@ -284,6 +277,23 @@ int registry_claim_acceptor(const struct sockaddr *bound)
 		return -1;
 	}
 	return 0;
+}
+
+int registry_claimants(unsigned port, pid_t *pids, int max)
+{
+	_Atomic uint16_t *p = ports_map();
+	int n = 0;
+
+	if (!p || port >= NPORTS)
+		return 0;
+	_Atomic uint32_t *c = claimants_of(p, port);
+	for (int i = 0; i < ACCEPTOR_SLOTS && n < max; i++) {
+		uint32_t v = atomic_load(&c[i]);
+		/* The file is everyone's: a pid is a pid, not a pointer into us. */
+		if (v && v <= (uint32_t)INT32_MAX && alive(v))
+			pids[n++] = (pid_t)v;
+	}
+	return n;
 }
 
 int registry_port_shared(const struct sockaddr *bound)
@@ -331,7 +341,10 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	addr_from_sockaddr(&d, dst);
 	addr_reached(&d);
 	enum reg_verdict v = regentry_judge(t, &d, my_netns, &e);
-	if (v == REG_AMBIGUOUS || ambiguous(dst)) {
+	/* Several processes accepting on one socket share its control socket and
+	 * hand proposals to each other (handoff.h); separate sockets on one port
+	 * (SO_REUSEPORT) are told apart by nobody. */
+	if (v == REG_AMBIGUOUS) {
 		*why = DECL_AMBIGUOUS;
 		return -1;
 	}

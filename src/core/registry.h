@@ -4,8 +4,9 @@
  *                       learns that nobody accelerated listens on a port without
  *                       a single system call, which keeps fallback free.
  *                       Then one process id per port: the process that accepts
- *                       on it, or a mark that several do (then nobody is
- *                       accelerated: see registry_claim_acceptor).
+ *                       on it, or a mark that several do (then they hand
+ *                       proposals to each other: see handoff.h), and the
+ *                       processes that claimed the port.
  *   <rundir>/l-<port>   a symbolic link whose target names the listening process's
  *                       control socket, its network namespace and the addresses it
  *                       accepts on; replaced atomically, readable in one readlink.
@@ -16,6 +17,7 @@
 #define USMC_REGISTRY_H
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "decline.h"
 
@@ -23,9 +25,11 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 void registry_remove(const struct sockaddr *bound, const char *ctl_name);
 /* The calling process accepts on the listener. Returns 0 while it is the only
  * live process doing so (clearing the mark once the others have exited);
- * otherwise marks the port ambiguous and returns -1. */
+ * otherwise marks the port shared and returns -1. */
 int registry_claim_acceptor(const struct sockaddr *bound);
-/* Whether the port is marked ambiguous: several processes accept on it. */
+/* The live processes recorded as accepting on the port, at most max. */
+int registry_claimants(unsigned port, pid_t *pids, int max);
+/* Whether the port is marked shared: several processes accept on it. */
 int registry_port_shared(const struct sockaddr *bound);
 /* Whether the entry that sent a client to path is still what it was. */
 int registry_still(const struct sockaddr *dst, const char *path);

@@ -22,6 +22,11 @@ enum seg_state {
 
 #define SEG_REL_CLIENT 0x1u
 #define SEG_REL_SERVER 0x2u
+#define SEG_REL_BOTH (SEG_REL_CLIENT | SEG_REL_SERVER)
+/* Set before SEG_REL_SERVER: the server kept its doorbell end for the segment's
+ * next connection. A server that did not (a sibling it was handed off to, a
+ * program after exec) leaves it clear, and the client sends a new doorbell. */
+#define SEG_REL_BELL_KEPT 0x4u
 
 struct seg_hdr {
 	_Alignas(RING_CACHELINE) uint32_t magic;

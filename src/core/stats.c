@@ -23,6 +23,7 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_RECV_CALLS] = "recv_calls_shm",
 	[STAT_RING_FULL] = "ring_full",
 	[STAT_DOORBELLS] = "doorbells",
+	[STAT_HANDOFFS] = "handoffs",
 	[STAT_PEEK_CALLS] = "peek_calls",
 	[STAT_OOB_CALLS] = "urgent_calls",
 	[STAT_SENDFILE_CALLS] = "sendfile_calls",

@@ -38,6 +38,7 @@ enum stat_id {
 	STAT_RECV_CALLS,
 	STAT_RING_FULL,        /* a writer found the peer's ring full */
 	STAT_DOORBELLS,        /* doorbells rung */
+	STAT_HANDOFFS,         /* proposals a sibling acceptor handed us (handoff.h) */
 	STAT_FALLBACK_REASON,  /* DECL_MAX counters follow, both sides */
 	/* Calls on accelerated sockets that shared memory serves its own way. */
 	STAT_PEEK_CALLS = STAT_FALLBACK_REASON + DECL_MAX,
@@ -49,7 +50,7 @@ enum stat_id {
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 2u
+#define STATS_VERSION 3u
 
 struct stats_file {
 	uint64_t magic;

@@ -23,7 +23,7 @@ struct dev_ops {
 	void (*doorbell_ring)(int fd);
 	void (*doorbell_clear)(int fd);
 	/* Control channel: reliable, message-oriented, passes descriptors, and
-	 * reports the peer's death. */
+	 * reports the peer's death. A path starting with '@' is abstract. */
 	int (*ctl_listen)(const char *path);
 	int (*ctl_connect)(const char *path);
 	int (*ctl_accept)(int lfd);

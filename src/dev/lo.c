@@ -76,6 +76,7 @@ static void lo_doorbell_clear(int fd)
 		;
 }
 
+/* A path starting with '@' names a socket in the abstract namespace. */
 static int sun_of(const char *path, struct sockaddr_un *sun)
 {
 	memset(sun, 0, sizeof(*sun));
@@ -83,6 +84,8 @@ static int sun_of(const char *path, struct sockaddr_un *sun)
 	if (strlen(path) >= sizeof(sun->sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sun->sun_path, path);
+	if (path[0] == '@')
+		sun->sun_path[0] = 0;
 	return 0;
 }
 
@@ -96,7 +99,8 @@ static int lo_ctl_listen(const char *path)
 	fd = sys_fd_high(real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
-	unlink(path);
+	if (path[0] != '@')
+		unlink(path);
 	if (real.bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
 	    real.listen(fd, 4096) < 0) {
 		e = -errno;

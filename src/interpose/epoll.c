@@ -6,7 +6,11 @@
  * and TCP socket, edge-triggered. When the marker fires, only the sockets whose
  * doorbell or TCP socket changed are looked at, so a wait costs O(ready), never
  * O(registered). Level-triggered sockets that were reported stay on a ready list
- * and are re-checked on the next wait, as the kernel re-queues them. */
+ * and are re-checked on the next wait, as the kernel re-queues them.
+ *
+ * A set watching an accelerated listener also watches this process's handoff
+ * socket in its private instance, so that a sibling asking for a proposal we
+ * hold is answered while the application sleeps (handoff.h). */
 #include "epoll.h"
 
 #include <errno.h>
@@ -17,6 +21,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../core/handoff.h"
 #include "../core/hooks.h"
 #include "../core/sys.h"
 #include "fdtab.h"
@@ -48,12 +53,16 @@ struct epshadow {
 	struct epreg *all, *ready;
 	uint64_t wait_seq;   /* numbers wait calls, so one call reports a socket once */
 	int recheck;         /* a socket must be looked at again soon: wake up for it */
+	int handoff;         /* the handoff socket is in ifd */
 	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
 };
 
 /* Which of a registration's descriptors fired (doorbell or TCP socket), in the
  * low bit of its data. */
 #define TAG_TCP ((uintptr_t)1)
+/* The data of the handoff socket's entry in a private instance. */
+static const char handoff_mark;
+#define HANDOFF_MARK ((void *)&handoff_mark)
 
 static void ready_push(struct epshadow *sh, struct epreg *r)
 {
@@ -387,6 +396,10 @@ static void harvest(struct epshadow *sh)
 		for (int i = 0; i < n; i++) {
 			uintptr_t p = (uintptr_t)ev[i].data.ptr;
 			struct epreg *r = (struct epreg *)(p & ~TAG_TCP);
+			if (ev[i].data.ptr == HANDOFF_MARK) {
+				handoff_serve();
+				continue;
+			}
 			if (!r) {
 				uint64_t v;
 				if (real.read(sh->kick, &v, sizeof(v)) < 0) {
@@ -552,6 +565,25 @@ int epoll_create1(int flags)
 	return real.epoll_create1(flags);
 }
 
+/* An accelerated listener joined the set: siblings accepting on its socket may
+ * ask us for proposals while we wait in it. Edge-triggered: a set inherited
+ * across fork names the parent's socket, which must not keep waking the child. */
+static void watch_handoff(int epfd)
+{
+	struct epshadow *sh = shadow_get(epfd);
+	int hfd = handoff_fd();
+
+	if (!sh)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	if (!sh->handoff && hfd >= 0 && shadow_start(sh) == 0) {
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = HANDOFF_MARK};
+		sh->handoff = real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, hfd, &ev) == 0;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	epoll_shadow_put(&sh->o);
+}
+
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct obj *o = fdtab_get(fd);
@@ -559,9 +591,13 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	int r;
 
 	if (!s || !conn_accel(s) || (op != EPOLL_CTL_DEL && !ev)) {
+		r = real.epoll_ctl(epfd, op, fd, ev);
+		if (r == 0 && s && op == EPOLL_CTL_ADD && s->registered &&
+		    atomic_load(&s->mode) == MODE_LISTEN)
+			watch_handoff(epfd);
 		if (o)
 			obj_put(o);
-		return real.epoll_ctl(epfd, op, fd, ev);
+		return r;
 	}
 	struct epshadow *sh = shadow_get(epfd);
 	if (!sh) {

@@ -49,6 +49,8 @@ static const char stats_usage[] =
 	"  bytes_sent_shm, bytes_recv_shm     bytes through shared memory\n"
 	"  send_calls_shm, recv_calls_shm     calls that moved them\n"
 	"  ring_full, doorbells               writers that found the ring full, wake-ups\n"
+	"  handoffs                           connections whose proposal another process\n"
+	"                                     accepting on the same socket handed over\n"
 	"  fallback_REASON                    fallbacks for each reason seen\n"
 	"  peek_calls, urgent_calls           MSG_PEEK and MSG_OOB calls on accelerated sockets\n"
 	"  sendfile_calls, splice_calls       sendfile and splice calls on them\n"

@@ -57,6 +57,8 @@ tests=(
     "other_user_nobody|other_user nobody|conn_accelerated>1 fallback_peer_not_usmc>0|"
     "other_user_squatted|other_user squatted||"
     "other_user_worker|other_user worker|server_conn_accelerated>0 client_conn_accelerated>0|"
+    "prefork_alternate|prefork alternate|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 conn_fallback==0|"
+    "prefork_stopped|prefork stopped|client_conn_accelerated==40 handoffs==20 client_fallback_ambiguous_listener==3 server_fallback_client_not_usmc==3|"
     "rlimit_nofile_client|rlimits nofile_client|conn_accelerated>5 conn_fallback>0|"
     "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
     "rlimit_as_client|rlimits as_client|conn_accelerated>5 fallback_memory>0|"
@@ -82,11 +84,15 @@ fail() {
     failed=$((failed + 1))
 }
 
+# The programs read the library's wire formats and counters from its headers: a binary older
+# than any of them is rebuilt.
 compile() {
-    local prog=$1 bin=$out/$1
-    if [ -e "$bin" ] && [ "$bin" -nt "$here/$prog.c" ] && [ "$bin" -nt "$here/faults.c" ] &&
-        [ "$bin" -nt "$here/faults.h" ]; then
-        return 0
+    local prog=$1 bin=$out/$1 dep
+    if [ -e "$bin" ]; then
+        for dep in "$here/$prog.c" "$here/faults.c" "$here/faults.h" "$root"/src/core/*.h; do
+            [ "$bin" -nt "$dep" ] || { dep=stale; break; }
+        done
+        [ "$dep" = stale ] || return 0
     fi
     cc "${cflags[@]}" "$here/$prog.c" "$here/faults.c" "$root/src/core/decline.c" -o "$bin" \
         >"$out/$prog.cc" 2>&1

@@ -53,6 +53,8 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 	case CLC_PROPOSAL: want = sizeof(struct clc_proposal); break;
 	case CLC_WITHDRAW: want = sizeof(struct clc_withdraw); break;
 	case CLC_DECLINE: want = sizeof(struct clc_decline); break;
+	case CLC_ASK: want = sizeof(struct clc_ask); break;
+	case CLC_HANDOFF: want = sizeof(struct clc_handoff); break;
 	default: return 0;
 	}
 	if (h.eyecatcher != CLC_EYECATCHER || h.version != CLC_VERSION || h.length != want ||
@@ -63,6 +65,30 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 
 		memcpy(&p, b, sizeof(p));
 		return proposal_ok(&p, nfds);
+	}
+	if (h.type == CLC_HANDOFF) {
+		struct clc_handoff o;
+		static const unsigned char zero[sizeof(o.p)];
+
+		memcpy(&o, b, sizeof(o));
+		if (o.pad || o.found > 1)
+			return 0;
+		if (!o.found)
+			return !memcmp(&o.p, zero, sizeof(zero)) && nfds == 0;
+		/* a proposal of its own, whose arena always travels */
+		return o.p.hdr.eyecatcher == CLC_EYECATCHER && o.p.hdr.version == CLC_VERSION &&
+		       o.p.hdr.type == CLC_PROPOSAL && o.p.hdr.length == sizeof(o.p) &&
+		       o.p.flags == CLC_F_NEW_ARENA && proposal_ok(&o.p, nfds);
+	}
+	if (h.type == CLC_ASK) {
+		/* family 4 or 6 at byte 8, padding 9..11, ports 12..15, then the server's
+		 * and the client's address, 16 bytes each: an IPv4 one fills 4 */
+		if ((b[8] != 4 && b[8] != 6) || b[9] || b[10] || b[11])
+			return 0;
+		for (size_t i = 4; b[8] == 4 && i < 16; i++)
+			if (b[16 + i] || b[32 + i])
+				return 0;
+		return nfds == 0;
 	}
 	/* Withdraw and decline: bytes 8..15 are padding (decline: 12..15), all zero. */
 	for (size_t i = h.type == CLC_DECLINE ? 12 : 8; i < 16; i++)
@@ -118,6 +144,8 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	struct clc_proposal p;
 	struct clc_withdraw w;
 	struct clc_decline d;
+	struct clc_ask a;
+	struct clc_handoff h;
 
 	clc_proposal_init(&p);
 	p.ring_size[0] = p.ring_size[1] = 65536;
@@ -134,4 +162,14 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	clc_decline_init(&d, 5, 0x03010000u);
 	emit_msg(emit, 0, &d, sizeof(d));
 	emit_msg(emit, 0, &d, sizeof(d.hdr));
+	clc_ask_init(&a, 9);
+	a.family = 4;
+	a.server_ip[0] = a.client_ip[0] = 127;
+	a.server_port = 80;
+	a.client_port = 40000;
+	emit_msg(emit, 0, &a, sizeof(a));
+	clc_handoff_init(&h, 9, &p);
+	emit_msg(emit, CLC_FD_MAX, &h, sizeof(h));
+	clc_handoff_init(&h, 9, NULL);
+	emit_msg(emit, 0, &h, sizeof(h));
 }

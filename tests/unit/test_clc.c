@@ -355,7 +355,7 @@ static void test_header_identity(void)
 		for (int t = 0; t < 256; t++) {
 			union clc_msg m = s[i].m;
 
-			if (t == CLC_PROPOSAL || t == CLC_WITHDRAW || t == CLC_DECLINE)
+			if (t >= CLC_PROPOSAL && t <= CLC_HANDOFF)
 				continue;
 			m.hdr.type = (uint8_t)t;
 			if (!CHECK_EQ(decode(&m, s[i].len, s[i].nfds), CLC_ETYPE))
@@ -399,6 +399,51 @@ static void test_padding(void)
 	}
 }
 
+/* A sibling's answer: the proposal with its arena, all three descriptors, or
+ * nothing at all. An ask names a 4-tuple and carries no descriptor. */
+static void test_ask_handoff(void)
+{
+	struct clc_proposal p = good_proposal(1), kept = good_proposal(0);
+	struct clc_ask a;
+	struct clc_handoff h;
+
+	clc_ask_init(&a, 7);
+	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_EFIELD); /* no family */
+	a.family = 4;
+	a.server_ip[0] = a.client_ip[0] = 127;
+	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_OK);
+	CHECK_EQ(decode(&a, sizeof(a), 1), CLC_EFDS);
+	a.client_ip[4] = 1; /* past an IPv4 address */
+	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_EFIELD);
+	a.family = 6;
+	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_OK);
+	a.pad[1] = 1;
+	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_EFIELD);
+
+	clc_handoff_init(&h, 7, &p);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_OK);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX - 1), CLC_EFDS);
+	CHECK_EQ(decode(&h, sizeof(h) - 1, CLC_FD_MAX), CLC_ETRUNC);
+	h.found = 2;
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);
+	/* the arena always travels: a kept doorbell or a reused arena is refused */
+	kept.flags = CLC_F_BELL_KEPT;
+	clc_handoff_init(&h, 7, &kept);
+	CHECK_EQ(decode(&h, sizeof(h), 1), CLC_EFIELD);
+	clc_handoff_init(&h, 7, &p);
+	h.p.hdr.type = CLC_DECLINE;
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);
+	clc_handoff_init(&h, 7, &p);
+	h.p.ring_size[0] = 3;
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);
+
+	clc_handoff_init(&h, 7, NULL);
+	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_OK);
+	CHECK_EQ(decode(&h, sizeof(h), 1), CLC_EFDS);
+	h.p.seg_off = 4096;
+	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_EFIELD);
+}
+
 int main(void)
 {
 	RUN(test_encoders_roundtrip);
@@ -414,5 +459,6 @@ int main(void)
 	RUN(test_header_identity);
 	RUN(test_strerror);
 	RUN(test_padding);
+	RUN(test_ask_handoff);
 	return check_report();
 }

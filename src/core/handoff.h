@@ -1,0 +1,41 @@
+/* Proposals handed off between processes that accept on one listening socket.
+ *
+ * Prefork workers inherit the listening socket, and with it the control socket
+ * clients send proposals to, so a client's link group lands with whichever
+ * worker took its channel, while the kernel hands each connection to any of
+ * them. A worker that accepted a connection and holds no proposal for it ASKs
+ * the port's other claimants (registry_claimants), each at its own handoff
+ * socket, passing its accepted socket as proof; the holder answers with a
+ * HANDOFF of the proposal and its descriptors (clc.h).
+ *
+ * A holder answers from wherever it waits for its listener: inside its epoll
+ * waits (the handoff socket sits in every epoll set that watches a registered
+ * listener) and while it asks itself. */
+#ifndef USMC_HANDOFF_H
+#define USMC_HANDOFF_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct seg_loc;
+
+/* How long an acceptor waits for its siblings' answers. The client waits
+ * longer (HANDOFF_CLIENT_WAIT_MS) before it gives up on a shared port. */
+#define HANDOFF_WAIT_MS 50
+#define HANDOFF_CLIENT_WAIT_MS 200
+
+/* This process's handoff socket, opened on first use (a forked child opens its
+ * own); -1 if it cannot be. */
+int handoff_fd(void);
+/* Answers every ASK waiting on the handoff socket. */
+void handoff_serve(void);
+/* For a connection accepted on tcpfd from the listener bound to bound: ask the
+ * port's other claimants for its proposal. Returns 1 and fills loc, bell and
+ * conn_id when one handed it off (as lgr_server_match()), else 0. */
+int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
+		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
+/* No listener left: the socket goes. */
+void handoff_close(void);
+
+#endif

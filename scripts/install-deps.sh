@@ -7,6 +7,7 @@ packages=(
     build-essential make gcc clang libclang-rt-14-dev
     sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached postgresql
     iproute2 iptables procps psmisc python3 python3-matplotlib python3-jsonschema pkg-config
+    qemu-system-x86 linux-image-cloud-amd64 cpio
 )
 
 missing=()

@@ -34,7 +34,7 @@ run_suite() {
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 }
 
-for suite in unit conformance faults apps tools fuzz bench install policy; do
+for suite in unit conformance faults apps tools fuzz bench install policy vm; do
     if [ -e "tests/$suite/run.sh" ]; then
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi

@@ -9,9 +9,10 @@
  * RLIMIT_NOFILE is raised as needed: an accelerated connection takes two descriptors on
  * each side (the socket and its doorbell end), so N = 10000 needs a hard limit above 20256.
  * Without the right to raise the hard limit (CAP_SYS_RESOURCE), N shrinks to fit and says
- * so; to run the full count there, raise it beforehand where that right exists (`ulimit -Hn
- * 65536` in a root shell that has it, `docker run --ulimit nofile=65536`, or a limits.conf
- * entry) and run tests/faults/run.sh many_connections. */
+ * so; tests/vm runs the full count in a guest, whose root has the right. Elsewhere, raise it
+ * beforehand where that right exists (`ulimit -Hn 65536` in a root shell that has it,
+ * `docker run --ulimit nofile=65536`, or a limits.conf entry) and run tests/faults/run.sh
+ * many_connections. */
 #include "faults.h"
 
 #include <poll.h>

@@ -5,6 +5,8 @@
 # counters `usmc stats` sums over that directory must meet the test's expectations.
 #
 # usage: run.sh [NAME...]     (default: every test in the table below)
+#        run.sh --compile PROGRAM   builds one program and prints its path (tests/vm runs one
+#                                   in a guest)
 # USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build); programs are
 #                 compiled into DIR/tests/faults. With a ThreadSanitizer build (make SAN=tsan)
 #                 only the tests whose program has a `/* threads */` line run, built with
@@ -160,6 +162,11 @@ run_one() {
     pass "$name"
 }
 
+if [ "${1:-}" = --compile ]; then
+    compile "$2" || { cat "$out/$2.cc" >&2; exit 1; }
+    echo "$out/$2"
+    exit 0
+fi
 if [ ! -x "$usmc" ]; then
     echo "run.sh: $usmc is missing (run make)"
     echo "0 passed, ${#tests[@]} failed, 0 skipped"

@@ -339,6 +339,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->connected = 1;
 	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1 &&
 	    (!registry_port_shared((struct sockaddr *)&l->bound) ||
+	     !registry_handoff_ok(addr_port((struct sockaddr *)&l->bound)) ||
 	     handoff_fetch(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1)) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;
@@ -489,10 +490,12 @@ void conn_pending_check(struct usock *s, int fd)
 	else if (again && !registry_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
 		why = DECL_AMBIGUOUS;
 	else if (again && registry_port_shared((struct sockaddr *)&s->dst) &&
-		 now - (s->deadline_ns - (uint64_t)cfg.handshake_ms * 1000000ull) >
-			 HANDOFF_CLIENT_WAIT_MS * 1000000ull)
+		 (!registry_handoff_ok(addr_port((struct sockaddr *)&s->dst)) ||
+		  now - (s->deadline_ns - (uint64_t)cfg.handshake_ms * 1000000ull) >
+			  HANDOFF_CLIENT_WAIT_MS * 1000000ull))
 		/* Several processes accept there: the one that took the connection
-		 * asks the others for our proposal, which takes far less than this. */
+		 * asks the others for our proposal, which takes far less than this,
+		 * and marks the port when one did not answer. */
 		why = DECL_AMBIGUOUS;
 	else if (again && (lgr_client_poll(s->seg.lgr), (d = atomic_load(&s->declined))))
 		why = d - 1;

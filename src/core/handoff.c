@@ -252,8 +252,13 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 			left--;
 		}
 	}
+	int silent = 0;
 	for (int i = 1; i <= asked; i++)
-		if (pf[i].fd >= 0)
+		if (pf[i].fd >= 0) {
 			real.close(pf[i].fd);
+			silent = 1;
+		}
+	if (!got && silent)
+		registry_handoff_failed(addr_port((const struct sockaddr *)bound));
 	return got;
 }

@@ -26,10 +26,13 @@
 /* The ports file: NPORTS 16-bit registration counters, then NPORTS process ids,
  * the one process that accepts on each port (or ACCEPTORS_MANY), then for each
  * port the processes that claimed it, ACCEPTOR_SLOTS of them: what tells, once
- * the others are gone, that one is left. The file is sparse: only the ports in
- * use take memory. */
+ * the others are gone, that one is left; then for each port the second (of the
+ * monotonic clock) until which its acceptors do not hand proposals to each
+ * other. The file is sparse: only the ports in use take memory. */
 #define ACCEPTOR_SLOTS 8
-#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS)
+#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4)
+/* How long a port whose acceptors failed to hand a proposal over stays on TCP. */
+#define HANDOFF_BACKOFF_S 30
 
 static _Atomic uint16_t *_Atomic ports;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,6 +81,33 @@ static _Atomic uint32_t *acceptor_of(_Atomic uint16_t *p, unsigned port)
 static _Atomic uint32_t *claimants_of(_Atomic uint16_t *p, unsigned port)
 {
 	return (_Atomic uint32_t *)(void *)(p + NPORTS) + NPORTS + (size_t)port * ACCEPTOR_SLOTS;
+}
+
+static _Atomic uint32_t *no_handoff_until(_Atomic uint16_t *p, unsigned port)
+{
+	return claimants_of(p, NPORTS) + port;
+}
+
+static uint32_t now_s(void)
+{
+	return (uint32_t)(sys_now_ns() / 1000000000ull);
+}
+
+void registry_handoff_failed(unsigned port)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	if (p && port < NPORTS)
+		atomic_store(no_handoff_until(p, port), now_s() + HANDOFF_BACKOFF_S);
+}
+
+int registry_handoff_ok(unsigned port)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	return p && port < NPORTS &&
+	       (int32_t)(now_s() - atomic_load_explicit(no_handoff_until(p, port),
+							  memory_order_relaxed)) >= 0;
 }
 
 static void link_path(char *buf, size_t len, unsigned port)
@@ -342,9 +372,9 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	addr_reached(&d);
 	enum reg_verdict v = regentry_judge(t, &d, my_netns, &e);
 	/* Several processes accepting on one socket share its control socket and
-	 * hand proposals to each other (handoff.h); separate sockets on one port
-	 * (SO_REUSEPORT) are told apart by nobody. */
-	if (v == REG_AMBIGUOUS) {
+	 * hand proposals to each other (handoff.h), unless that failed lately;
+	 * separate sockets on one port (SO_REUSEPORT) are told apart by nobody. */
+	if (v == REG_AMBIGUOUS || (registry_port_shared(dst) && !registry_handoff_ok(port))) {
 		*why = DECL_AMBIGUOUS;
 		return -1;
 	}

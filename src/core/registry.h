@@ -29,6 +29,12 @@ void registry_remove(const struct sockaddr *bound, const char *ctl_name);
 int registry_claim_acceptor(const struct sockaddr *bound);
 /* The live processes recorded as accepting on the port, at most max. */
 int registry_claimants(unsigned port, pid_t *pids, int max);
+/* A process accepting on the port asked the others for a proposal and one did
+ * not answer in time (stopped, busy, or waiting where it cannot answer, such as
+ * a blocking accept()): for a while, clients of the port stay on TCP and its
+ * acceptors ask nobody. */
+void registry_handoff_failed(unsigned port);
+int registry_handoff_ok(unsigned port);
 /* Whether the port is marked shared: several processes accept on it. */
 int registry_port_shared(const struct sockaddr *bound);
 /* Whether the entry that sent a client to path is still what it was. */

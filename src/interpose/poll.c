@@ -3,7 +3,9 @@
  * Accelerated sockets are first checked in shared memory without a system call.
  * Only when nothing is ready does the caller sleep, in one ppoll over the real
  * descriptors plus the doorbell of each accelerated socket, after asking the
- * peers to ring (and re-checking, so a ring cannot be missed). */
+ * peers to ring (and re-checking, so a ring cannot be missed). A wait on an
+ * accelerated listener also watches this process's handoff socket, and answers
+ * the siblings that ask it for proposals (handoff.h) without returning. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <sys/select.h>
 
 #include "../core/conn.h"
+#include "../core/handoff.h"
 #include "../core/sys.h"
 #include "fdtab.h"
 
@@ -29,15 +32,26 @@ static int look_now(void *arg)
 	return real.ppoll(l->p, l->n, &zero, NULL);
 }
 
-static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
-		      const struct timespec *tmo, const sigset_t *mask)
+/* Sockets whose waits the library takes over: accelerated ones, and listeners
+ * whose siblings may ask for proposals. */
+static int ours(struct usock *s, int *listener)
 {
-	struct pollfd stack[STACK_FDS * 2], *p = stack;
-	nfds_t total = n + (nfds_t)nacc;
+	if (conn_accel(s))
+		return 1;
+	*listener = s->registered && atomic_load(&s->mode) == MODE_LISTEN;
+	return *listener;
+}
+
+/* hfd: the handoff socket to answer on while waiting, or -1. */
+static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
+		      const struct timespec *tmo, const sigset_t *mask, int hfd)
+{
+	struct pollfd stack[STACK_FDS * 2 + 1], *p = stack;
+	nfds_t total = n + (nfds_t)nacc + 1;
 	uint64_t deadline = 0;
 	int ret = -1;
 
-	if (total > STACK_FDS * 2 && !(p = malloc(total * sizeof(*p)))) {
+	if (total > STACK_FDS * 2 + 1 && !(p = malloc(total * sizeof(*p)))) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -61,6 +75,8 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			for (nfds_t i = 0; i < n; i++)
 				if (acc[i] && conn_arm(acc[i], fds[i].fd, fds[i].events))
 					sleep = 0;
+		if (hfd >= 0)
+			p[k++] = (struct pollfd){hfd, POLLIN, 0};
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
 		if (sleep && (tmo || pending)) {
 			/* A client waiting for its attach is looked at again soon: a
@@ -86,6 +102,8 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			for (nfds_t i = 0, j = n; i < n; i++)
 				if (acc[i] && p[j++].revents)
 					conn_bell_clear(acc[i], NULL);
+		if (sleep && hfd >= 0 && p[k - 1].revents)
+			handoff_serve();
 		for (nfds_t i = 0; i < n; i++) {
 			fds[i].revents = acc[i] ? conn_revents(acc[i], fds[i].fd, fds[i].events, p[i].revents)
 						: p[i].revents;
@@ -106,7 +124,7 @@ static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 		       const sigset_t *mask, int use_ppoll, int ms)
 {
 	struct usock *stack[STACK_FDS], **acc = stack;
-	int nacc = 0, r;
+	int nacc = 0, listening = 0, r;
 
 	if (n > STACK_FDS && !(acc = calloc(n, sizeof(*acc)))) {
 		errno = ENOMEM;
@@ -115,18 +133,21 @@ static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 	for (nfds_t i = 0; i < n; i++) {
 		struct obj *o = fdtab_get(fds[i].fd);
 		struct usock *s = sock_of(o);
+		int listener = 0;
 		acc[i] = NULL;
-		if (s && conn_accel(s)) {
+		if (s && ours(s, &listener) && !listener) {
 			acc[i] = s;
 			nacc++;
 		} else if (o) {
+			listening |= listener;
 			obj_put(o);
 		}
 	}
-	if (!nacc)
+	int hfd = listening ? handoff_fd() : -1;
+	if (!nacc && hfd < 0)
 		r = use_ppoll ? real.ppoll(fds, n, tmo, mask) : real.poll(fds, n, ms);
 	else
-		r = poll_accel(fds, n, acc, nacc, tmo, mask);
+		r = poll_accel(fds, n, acc, nacc, tmo, mask, hfd);
 	for (nfds_t i = 0; i < n && nacc; i++)
 		if (acc[i])
 			usock_put(acc[i]);
@@ -166,7 +187,7 @@ static int any_accel(int nfds, fd_set *r, fd_set *w, fd_set *x)
 		if (!((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))))
 			continue;
 		struct obj *o = fdtab_get(fd);
-		int yes = sock_of(o) && conn_accel(sock_of(o));
+		int listener, yes = sock_of(o) && ours(sock_of(o), &listener);
 		if (o)
 			obj_put(o);
 		if (yes)

@@ -2,25 +2,78 @@
  * epoll set, as nginx's workers do. The kernel hands a connection to either worker, while
  * its client's proposal reaches the one that took the client's control channel.
  *
- * usage: prefork alternate|stopped
+ * usage: prefork alternate|poll|stopped|foreign
  *   alternate  the workers take turns: worker 0 accepts the first connection (and with it
  *              the client's channel), worker 1 every second one after that. Each connection
  *              echoes a stream of its own, exactly, accelerated on both sides: worker 1 gets
  *              each proposal handed over by worker 0 (run.sh counts the handoffs).
+ *   poll       the same with workers that wait in poll(), the listening socket always in
+ *              the set (asking for nothing while it is not their turn).
  *   stopped    the same with worker 0 stopped (SIGSTOP) while worker 1 accepts: nobody hands
- *              the proposals over, yet each connection carries its bytes exactly, as plain
- *              TCP, within the bounded waits; once worker 0 runs again, handoffs resume. */
+ *              the first proposal over, and worker 1 marks the port; that connection and
+ *              every later one (the mark lasts longer than the test) carry their bytes
+ *              exactly as plain TCP, the first after a wait bounded by the handoff's.
+ *   foreign    while worker 0 holds the proposal of a connection nobody accepted yet, a
+ *              process that does not accept on the port asks worker 0 for it, naming the
+ *              right 4-tuple: it is told "not here" and gets no descriptor, and the
+ *              connection, accepted by worker 1 afterwards, is handed over and accelerated. */
 #include "faults.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include "clc.h"
 
 #define STREAM 20000u
 #define TURNS 40
+
+/* Echoes connection c to its end. */
+static void echo(int c)
+{
+    char buf[65536];
+    ssize_t r;
+
+    while ((r = read(c, buf, sizeof(buf))) > 0)
+        if (write(c, buf, (size_t)r) != r)
+            FAIL("echo write: %s", fl_errname(errno));
+    if (r < 0)
+        FAIL("echo read: %s", fl_errname(errno));
+    close(c);
+}
+
+/* The same worker waiting in poll(). */
+static _Noreturn void poll_worker(int lfd, struct fl_chan *ch)
+{
+    struct pollfd pf[2] = {{ch->fd[1], POLLIN, 0}, {lfd, 0, 0}};
+
+    for (;;) {
+        int n = poll(pf, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            FAIL("poll: %d %s", n, fl_errname(errno));
+        if (pf[0].revents) {
+            fl_wait(ch);
+            pf[1].events = POLLIN;
+            continue;
+        }
+        int c = accept(lfd, NULL, NULL);
+        if (c < 0 && errno == EAGAIN)
+            continue;
+        if (c < 0)
+            FAIL("accept: %s", fl_errname(errno));
+        pf[1].events = 0;
+        echo(c);
+        fl_post(ch, 1);
+    }
+}
 
 /* A worker sleeps in its epoll set, listening socket or not, until told to accept one
  * connection; then it echoes that connection to its end and says so. */
@@ -28,7 +81,6 @@ static _Noreturn void worker(int lfd, struct fl_chan *ch)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = ch->fd[1]};
-    char buf[65536];
 
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd[1], &ev) < 0)
         FAIL("epoll: %s", fl_errname(errno));
@@ -55,22 +107,14 @@ static _Noreturn void worker(int lfd, struct fl_chan *ch)
         if (c < 0)
             FAIL("accept: %s", fl_errname(errno));
         epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
-        ssize_t r;
-        while ((r = read(c, buf, sizeof(buf))) > 0)
-            if (write(c, buf, (size_t)r) != r)
-                FAIL("echo write: %s", fl_errname(errno));
-        if (r < 0)
-            FAIL("echo read: %s", fl_errname(errno));
-        close(c);
+        echo(c);
         fl_post(ch, 1);
     }
 }
 
-/* One connection taken by worker w: its stream comes back exactly. */
-static void turn(struct fl_chan *ch, uint16_t port, unsigned i)
+/* The stream of connection fd, taken by the worker behind ch, comes back exactly. */
+static void exchange(struct fl_chan *ch, int fd, unsigned i)
 {
-    fl_post(ch, 1);
-    int fd = fl_connect(port);
     fl_send_stream(fd, false, 0, STREAM, i);
     if (shutdown(fd, SHUT_WR) < 0)
         FAIL("shutdown: %s", fl_errname(errno));
@@ -80,10 +124,52 @@ static void turn(struct fl_chan *ch, uint16_t port, unsigned i)
     fl_wait(ch);
 }
 
+/* One connection taken by the worker behind ch. */
+static void turn(struct fl_chan *ch, uint16_t port, unsigned i)
+{
+    fl_post(ch, 1);
+    exchange(ch, fl_connect(port), i);
+}
+
+/* A process that accepts nothing asks worker w for the proposal of the connection from
+ * client_port to port, at its handoff socket (named after the run directory and its pid). */
+static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    struct stat st;
+    struct clc_ask a = {.hdr = {CLC_EYECATCHER, CLC_ASK, CLC_VERSION, sizeof(a)}, .family = 4,
+                        .server_port = port, .client_port = client_port, .seq = 1};
+    union clc_msg m;
+    char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+    struct iovec iov = {&m, sizeof(m)};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof(cbuf)};
+
+    if (stat(fl_rundir(), &st) < 0)
+        FAIL("stat: %s", fl_errname(errno));
+    snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "usmc-h-%llx-%llx-%d",
+             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (int)w);
+    a.server_ip[0] = a.client_ip[0] = 127;
+    a.server_ip[3] = a.client_ip[3] = 1;
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+        FAIL("connecting to worker 0's handoff socket: %s", fl_errname(errno));
+    if (send(s, &a, sizeof(a), 0) != (ssize_t)sizeof(a))
+        FAIL("ask: %s", fl_errname(errno));
+    ssize_t n = recvmsg(s, &mh, 0);
+    if (n > 0 && (m.hdr.type != CLC_HANDOFF || m.handoff.found))
+        FAIL("a process accepting nothing was handed a proposal");
+    if (mh.msg_controllen)
+        FAIL("a process accepting nothing was sent descriptors");
+    printf("foreign ask: %s\n", n > 0 ? "answered \"not here\"" : "no answer");
+    close(s);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "stopped")))
-        FAIL("usage: prefork alternate|stopped");
+    if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "poll") &&
+                      strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign")))
+        FAIL("usage: prefork alternate|poll|stopped|foreign");
     bool stopped = !strcmp(argv[1], "stopped");
     uint16_t port;
     int lfd = fl_listen(&port);
@@ -96,6 +182,8 @@ int main(int argc, char **argv)
         fl_chan_init(&ch[k]);
         if ((w[k] = fl_fork()) == 0) {
             fl_chan_side(&ch[k], 1);
+            if (!strcmp(argv[1], "poll"))
+                poll_worker(lfd, &ch[k]);
             worker(lfd, &ch[k]);
         }
         fl_chan_side(&ch[k], 0);
@@ -103,6 +191,25 @@ int main(int argc, char **argv)
     close(lfd);
 
     turn(&ch[0], port, 0);
+    if (!strcmp(argv[1], "foreign")) {
+        int fd = fl_connect(port);
+        pid_t f = fl_fork();
+        if (f == 0) {
+            foreign_ask(w[0], port, fl_local_port(fd));
+            fflush(stdout);
+            _exit(0);
+        }
+        if (fl_reap(f) != 0)
+            FAIL("the foreign asker failed");
+        fl_post(&ch[1], 1);
+        exchange(&ch[1], fd, 1);
+        printf("then worker 1 took the connection, exact\n");
+        for (int k = 0; k < 2; k++) {
+            kill(w[k], SIGKILL);
+            fl_reap(w[k]);
+        }
+        return 0;
+    }
     if (stopped) {
         if (kill(w[0], SIGSTOP) < 0)
             FAIL("SIGSTOP: %s", fl_errname(errno));

@@ -949,8 +949,10 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		if (writes_to_tcp(s))
 			goto tcp;
-		uint64_t space;
-		if (ring_space(&s->tx, &space) < 0) {
+		/* The consumer's cursor is read only when what it said last is not
+		 * room enough. */
+		uint64_t space = ring_room(&s->tx);
+		if (space < want - done && ring_space(&s->tx, &space) < 0) {
 			conn_abort(s, fd);
 			errno = ECONNRESET;
 			goto fail;
@@ -966,6 +968,8 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			done += n;
 			stat_add(STAT_BYTES_SENT, n);
 			notify_data(s);
+			if (done == want)
+				break;
 			continue;
 		}
 		if (done == want)

@@ -6,9 +6,12 @@
  * if cons <= prod <= cons + size, a producer accepts a consumer cursor only if
  * prod - size <= cons <= prod and it did not move backwards.
  *
- * Each side writes only its own cache line (the producer line or the consumer
- * line), so the peer can never make us write into state we trust: our own
- * cursors are kept privately in struct ring_end and merely published. */
+ * Each side writes only its own cache lines (the producer's or the consumer's),
+ * so the peer can never make us write into state we trust: our own cursors are
+ * kept privately in struct ring_end and merely published. Each side's cursor
+ * has a line to itself, apart from its wait word and flags: the cursor moves at
+ * every call, while the peer reads the wait word at every call too, and would
+ * otherwise fetch the line back each time. */
 #ifndef USMC_RING_H
 #define USMC_RING_H
 
@@ -41,13 +44,13 @@
  * sleeper gets to futex_wait() is not lost. */
 struct ring_shared {
 	_Alignas(RING_CACHELINE) _Atomic uint64_t prod;
-	_Atomic uint32_t prod_wait;   /* producer waits for space */
+	_Alignas(RING_CACHELINE) _Atomic uint32_t prod_wait;   /* producer waits for space */
 	_Atomic uint32_t prod_flags;
 	_Atomic uint32_t prod_how;    /* RING_WAKE_* for the producer's wait */
 	_Atomic uint32_t prod_kick;   /* the consumer sleeps on it for data */
 	_Atomic uint32_t prod_cpu;    /* core the producer last ran on (spinning policy) */
 	_Alignas(RING_CACHELINE) _Atomic uint64_t cons;
-	_Atomic uint32_t cons_wait;   /* consumer waits for data */
+	_Alignas(RING_CACHELINE) _Atomic uint32_t cons_wait;   /* consumer waits for data */
 	_Atomic uint32_t cons_flags;
 	_Atomic uint32_t cons_how;    /* RING_WAKE_* for the consumer's wait */
 	_Atomic uint32_t cons_kick;   /* the producer sleeps on it for space */
@@ -79,6 +82,12 @@ void ring_consume(struct ring_end *r, uint64_t n);
 
 /* Producer side. ring_space() reads and validates the consumer cursor. */
 int ring_space(struct ring_end *r, uint64_t *space);
+/* What ring_space() said last, less what we produced since: never more than there
+ * is, and known without touching the consumer's line. */
+static inline uint64_t ring_room(const struct ring_end *r)
+{
+	return r->cap - (r->pos - r->peer);
+}
 /* Copy len bytes from iov (after skipping iov_skip bytes) and publish them. */
 void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
 		  size_t len);

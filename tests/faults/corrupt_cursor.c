@@ -6,8 +6,11 @@
  *                  next read on A fails with ECONNRESET
  *   prod_back      the same cursor moves backwards: likewise
  *   cons_ahead     A's server->client consumer cursor claims more than was produced: the
- *                  server's next write on A fails with ECONNRESET
- *   cons_back      the same cursor moves backwards: likewise
+ *                  server's next write on A that reads it fails with ECONNRESET (a writer
+ *                  reads it when the room it last saw is not enough: a write larger than
+ *                  the ring does)
+ *   cons_back      the same cursor moves backwards, further than the writer could have
+ *                  seen it (a cursor it never read may stand anywhere behind): likewise
  *   flags_garbage  every undefined flag bit set and the client's wait words garbled: nothing
  *                  breaks, A still carries verified data both ways and ends cleanly
  *   state_garbage  segment magic and state word garbled after the attach: no effect
@@ -58,7 +61,7 @@ static void cons_ahead(struct seg_hdr *h)
 
 static void cons_back(struct seg_hdr *h)
 {
-    atomic_store(&h->ring[1].cons, 0);
+    atomic_fetch_sub(&h->ring[1].cons, 1u << 30);
 }
 
 static void flags_garbage(struct seg_hdr *h)
@@ -167,9 +170,11 @@ static void server_loses_a(const struct variant *v, struct conn *a)
         /* Nonblocking, so that a missed check fails at once instead of waiting for data. */
         EXPECT_ERRNO(recv(a->fd, buf, sizeof(buf), MSG_DONTWAIT), ECONNRESET);
         break;
-    case ABORT_ON_WRITE:
-        EXPECT_ERRNO(send(a->fd, buf, sizeof(buf), MSG_NOSIGNAL), ECONNRESET);
+    case ABORT_ON_WRITE: {
+        static char big[BULK];
+        EXPECT_ERRNO(send(a->fd, big, sizeof(big), MSG_NOSIGNAL | MSG_DONTWAIT), ECONNRESET);
         break;
+    }
     case TCP_BYTES: {
         struct pollfd pf = {a->fd, POLLIN, 0};
         int n = poll(&pf, 1, 10000);

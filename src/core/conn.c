@@ -328,6 +328,8 @@ static void claim_listener(struct usock *l)
 	registry_claim_acceptor((struct sockaddr *)&l->bound);
 }
 
+static void mark_handed(struct usock *s);
+
 void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer)
 {
 	int bell;
@@ -364,6 +366,10 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 		return;
 	}
 	rings_setup(s);
+	/* Handed over by a sibling: the client's channel leads to the sibling, and
+	 * its hanging up (the sibling exiting) says nothing about us. */
+	if (!loc.lgr)
+		mark_handed(s);
 	atomic_store(&s->mode, MODE_SHM);
 	stat_accel(SIDE_SERVER, s->tx.size, s->rx.size);
 	socktab_note(fd, s);

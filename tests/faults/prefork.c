@@ -2,7 +2,7 @@
  * epoll set, as nginx's workers do. The kernel hands a connection to either worker, while
  * its client's proposal reaches the one that took the client's control channel.
  *
- * usage: prefork alternate|poll|stopped|foreign
+ * usage: prefork alternate|poll|stopped|foreign|holder_exits
  *   alternate  the workers take turns: worker 0 accepts the first connection (and with it
  *              the client's channel), worker 1 every second one after that. Each connection
  *              echoes a stream of its own, exactly, accelerated on both sides: worker 1 gets
@@ -16,7 +16,12 @@
  *   foreign    while worker 0 holds the proposal of a connection nobody accepted yet, a
  *              process that does not accept on the port asks worker 0 for it, naming the
  *              right 4-tuple: it is told "not here" and gets no descriptor, and the
- *              connection, accepted by worker 1 afterwards, is handed over and accelerated. */
+ *              connection, accepted by worker 1 afterwards, is handed over and accelerated.
+ *   holder_exits worker 1 takes a connection handed over by worker 0, which is then killed:
+ *              its client's channel hangs up while the client waits (past the 200 ms it
+ *              takes to look) for worker 1's echo, which worker 1 sends late. The connection
+ *              lives on with worker 1, exactly, through shared memory, both ways: what the
+ *              client sends afterwards still reaches worker 1. */
 #include "faults.h"
 
 #include <fcntl.h>
@@ -34,12 +39,17 @@
 #define STREAM 20000u
 #define TURNS 40
 
+/* holder_exits: how long worker 1 keeps a connection waiting before it echoes. */
+static unsigned echo_delay_ms;
+
 /* Echoes connection c to its end. */
 static void echo(int c)
 {
     char buf[65536];
     ssize_t r;
 
+    if (echo_delay_ms)
+        fl_sleep_ms(echo_delay_ms);
     while ((r = read(c, buf, sizeof(buf))) > 0)
         if (write(c, buf, (size_t)r) != r)
             FAIL("echo write: %s", fl_errname(errno));
@@ -168,8 +178,9 @@ static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
 int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "poll") &&
-                      strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign")))
-        FAIL("usage: prefork alternate|poll|stopped|foreign");
+                      strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign") &&
+                      strcmp(argv[1], "holder_exits")))
+        FAIL("usage: prefork alternate|poll|stopped|foreign|holder_exits");
     bool stopped = !strcmp(argv[1], "stopped");
     uint16_t port;
     int lfd = fl_listen(&port);
@@ -182,6 +193,8 @@ int main(int argc, char **argv)
         fl_chan_init(&ch[k]);
         if ((w[k] = fl_fork()) == 0) {
             fl_chan_side(&ch[k], 1);
+            if (k == 1 && !strcmp(argv[1], "holder_exits"))
+                echo_delay_ms = 600;
             if (!strcmp(argv[1], "poll"))
                 poll_worker(lfd, &ch[k]);
             worker(lfd, &ch[k]);
@@ -191,6 +204,35 @@ int main(int argc, char **argv)
     close(lfd);
 
     turn(&ch[0], port, 0);
+    if (!strcmp(argv[1], "holder_exits")) {
+        /* Told before the connection: both workers are forked already. */
+        fl_post(&ch[1], 1);
+        int fd = fl_connect(port);
+        /* The workers count in the file they share with us. */
+        uint64_t give_up = fl_now_ms() + 5000;
+        while (!fl_stat_self(STAT_HANDOFFS) && fl_now_ms() < give_up)
+            fl_sleep_ms(1);
+        if (!fl_stat_self(STAT_HANDOFFS))
+            FAIL("worker 1 was not handed the connection");
+        if (kill(w[0], SIGKILL) < 0 || fl_reap(w[0]) != 128 + SIGKILL)
+            FAIL("killing worker 0");
+        uint64_t t0 = fl_now_ms();
+        fl_send_stream(fd, false, 0, STREAM, 1);
+        fl_recv_stream(fd, false, 0, STREAM, 1);
+        printf("worker 0 gone; worker 1 echoed after %llu ms, exact\n",
+               (unsigned long long)(fl_now_ms() - t0));
+        fl_send_stream(fd, false, STREAM, STREAM, 1);
+        if (shutdown(fd, SHUT_WR) < 0)
+            FAIL("shutdown: %s", fl_errname(errno));
+        fl_recv_stream(fd, false, STREAM, STREAM, 1);
+        fl_expect_eof(fd, false);
+        close(fd);
+        fl_wait(&ch[1]);
+        printf("and echoed what came after, exact\n");
+        kill(w[1], SIGKILL);
+        fl_reap(w[1]);
+        return 0;
+    }
     if (!strcmp(argv[1], "foreign")) {
         int fd = fl_connect(port);
         pid_t f = fl_fork();

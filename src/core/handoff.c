@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../dev/dev.h"
@@ -33,18 +32,17 @@ static struct {
 } ho = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
 
 /* Abstract, so that workers which dropped privileges can reach each other
- * whatever the runtime directory's permissions; named after the runtime
- * directory (trust domains stay apart) and the pid. Nobody else can take a
- * sibling's name for it: an asker checks who listens there (SO_PEERCRED). */
-static int path_of(pid_t pid, char *buf, size_t len)
+ * whatever the runtime directory's permissions (they may not even look it up);
+ * named after the runtime directory's path (trust domains stay apart) and the
+ * pid. Nobody else can take a sibling's name for it: an asker checks who
+ * listens there (SO_PEERCRED, in its own pid namespace). */
+static void path_of(pid_t pid, char *buf, size_t len)
 {
-	struct stat st;
+	uint64_t h = 0xcbf29ce484222325ull;
 
-	if (stat(cfg.rundir, &st) < 0)
-		return -1;
-	snprintf(buf, len, "@usmc-h-%llx-%llx-%d", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino, (int)pid);
-	return 0;
+	for (const char *p = cfg.rundir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	snprintf(buf, len, "@usmc-h-%016llx-%d", (unsigned long long)h, (int)pid);
 }
 
 static int listener_is(int c, pid_t pid)
@@ -65,7 +63,8 @@ int handoff_fd(void)
 		real.close(ho.fd); /* the parent's, inherited */
 		ho.fd = -1;
 	}
-	if (ho.fd < 0 && config_rundir_ready() == 0 && path_of(me, path, sizeof(path)) == 0) {
+	if (ho.fd < 0) {
+		path_of(me, path, sizeof(path));
 		int fd = dev->ctl_listen(path);
 		if (fd >= 0) {
 			ho.fd = fd;
@@ -205,7 +204,8 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 	for (int i = 0; i < n; i++) {
 		if (pids[i] == me)
 			continue;
-		int c = path_of(pids[i], path, sizeof(path)) < 0 ? -1 : dev->ctl_connect(path);
+		path_of(pids[i], path, sizeof(path));
+		int c = dev->ctl_connect(path);
 		if (c < 0)
 			continue;
 		/* Proposals come only from the sibling itself. */

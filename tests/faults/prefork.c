@@ -2,11 +2,16 @@
  * epoll set, as nginx's workers do. The kernel hands a connection to either worker, while
  * its client's proposal reaches the one that took the client's control channel.
  *
- * usage: prefork alternate|poll|stopped|foreign|holder_exits
+ * usage: prefork alternate|nobody|poll|stopped|foreign|holder_exits
  *   alternate  the workers take turns: worker 0 accepts the first connection (and with it
  *              the client's channel), worker 1 every second one after that. Each connection
  *              echoes a stream of its own, exactly, accelerated on both sides: worker 1 gets
  *              each proposal handed over by worker 0 (run.sh counts the handoffs).
+ *   nobody     the same with workers that become nobody before they start, as nginx's do
+ *              (as root; otherwise it exits 77: skipped), and a run directory inside one
+ *              only root may enter (the program runs itself again so): they can no longer
+ *              even look it up, and still hand proposals to each other. It checks the
+ *              counts itself, since the counters live there.
  *   poll       the same with workers that wait in poll(), the listening socket always in
  *              the set (asking for nothing while it is not their turn).
  *   stopped    the same with worker 0 stopped (SIGSTOP) while worker 1 accepts: nobody hands
@@ -25,7 +30,9 @@
 #include "faults.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -146,7 +153,7 @@ static void turn(struct fl_chan *ch, uint16_t port, unsigned i)
 static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    struct stat st;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the run directory's path */
     struct clc_ask a = {.hdr = {CLC_EYECATCHER, CLC_ASK, CLC_VERSION, sizeof(a)}, .family = 4,
                         .server_port = port, .client_port = client_port, .seq = 1};
     union clc_msg m;
@@ -155,10 +162,10 @@ static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                         .msg_controllen = sizeof(cbuf)};
 
-    if (stat(fl_rundir(), &st) < 0)
-        FAIL("stat: %s", fl_errname(errno));
-    snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "usmc-h-%llx-%llx-%d",
-             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (int)w);
+    for (const char *p = fl_rundir(); *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "usmc-h-%016llx-%d",
+             (unsigned long long)h, (int)w);
     a.server_ip[0] = a.client_ip[0] = 127;
     a.server_ip[3] = a.client_ip[3] = 1;
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -179,8 +186,22 @@ int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "poll") &&
                       strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign") &&
-                      strcmp(argv[1], "holder_exits")))
-        FAIL("usage: prefork alternate|poll|stopped|foreign|holder_exits");
+                      strcmp(argv[1], "holder_exits") && strcmp(argv[1], "nobody")))
+        FAIL("usage: prefork alternate|nobody|poll|stopped|foreign|holder_exits");
+    bool nobody = !strcmp(argv[1], "nobody");
+    if (nobody && geteuid() != 0) {
+        printf("not root: cannot make workers nobody\n");
+        return 77;
+    }
+    if (nobody && !strstr(fl_rundir(), "/root-only/")) {
+        char dir[4096], rd[4200];
+        snprintf(dir, sizeof(dir), "%s/root-only", fl_rundir());
+        snprintf(rd, sizeof(rd), "%s/rd", dir);
+        if (mkdir(dir, 0700) < 0 || setenv("USMC_RUNDIR", rd, 1) < 0)
+            FAIL("%s: %s", dir, fl_errname(errno));
+        execv("/proc/self/exe", argv);
+        FAIL("exec: %s", fl_errname(errno));
+    }
     bool stopped = !strcmp(argv[1], "stopped");
     uint16_t port;
     int lfd = fl_listen(&port);
@@ -195,6 +216,10 @@ int main(int argc, char **argv)
             fl_chan_side(&ch[k], 1);
             if (k == 1 && !strcmp(argv[1], "holder_exits"))
                 echo_delay_ms = 600;
+            if (!strcmp(argv[1], "nobody") &&
+                (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                 setresuid(65534, 65534, 65534) < 0))
+                FAIL("becoming nobody: %s", fl_errname(errno));
             if (!strcmp(argv[1], "poll"))
                 poll_worker(lfd, &ch[k]);
             worker(lfd, &ch[k]);
@@ -266,6 +291,12 @@ int main(int argc, char **argv)
     for (unsigned i = 1; i < TURNS; i++)
         turn(&ch[i % 2], port, 100 + i);
     printf("%u connections, every stream exact\n", TURNS + (stopped ? 3 : 0));
+    if (nobody && (fl_stat_self(STAT_HANDOFFS) != TURNS / 2 ||
+                   fl_stat_self(stat_side_id(SIDE_CLIENT, SIDE_ACCEL)) != TURNS))
+        FAIL("%llu handoffs and %llu connections accelerated, expected %d and %d",
+             (unsigned long long)fl_stat_self(STAT_HANDOFFS),
+             (unsigned long long)fl_stat_self(stat_side_id(SIDE_CLIENT, SIDE_ACCEL)), TURNS / 2,
+             TURNS);
     for (int k = 0; k < 2; k++) {
         kill(w[k], SIGKILL);
         fl_reap(w[k]);

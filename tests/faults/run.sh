@@ -60,6 +60,7 @@ tests=(
     "other_user_squatted|other_user squatted||"
     "other_user_worker|other_user worker|server_conn_accelerated>0 client_conn_accelerated>0|"
     "prefork_alternate|prefork alternate|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 conn_fallback==0|"
+    "prefork_nobody|prefork nobody||"
     "prefork_poll|prefork poll|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 conn_fallback==0|"
     "prefork_holder_exits|prefork holder_exits|client_conn_accelerated==2 server_conn_accelerated==2 handoffs==1 conn_fallback==0|"
     "prefork_stopped|prefork stopped|client_conn_accelerated==1 handoffs==0 client_fallback_ambiguous_listener==42 server_fallback_client_not_usmc==42|"

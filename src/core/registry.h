@@ -27,7 +27,8 @@ void registry_remove(const struct sockaddr *bound, const char *ctl_name);
  * live process doing so (clearing the mark once the others have exited);
  * otherwise marks the port shared and returns -1. */
 int registry_claim_acceptor(const struct sockaddr *bound);
-/* The live processes recorded as accepting on the port, at most max. */
+/* The processes recorded as accepting on the port, at most max; some may have
+ * exited since (the next claim frees their slots). */
 int registry_claimants(unsigned port, pid_t *pids, int max);
 /* A process accepting on the port asked the others for a proposal and one did
  * not answer in time (stopped, busy, or waiting where it cannot answer, such as

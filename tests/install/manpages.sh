@@ -39,7 +39,7 @@ man_checks() {
         diff <(help_options "$sub") <(page_options "$page") >"$WORK/man.diff"
         check "usmc $sub: --help (<) and $page OPTIONS (>) list the same options" \
             '[ ! -s "$WORK/man.diff" ] && [ -n "$(help_options "$sub")" ]' "$WORK/man.diff"
-        check "usmc --help names $sub" '"$USMC" --help | grep -q "^  $sub "'
+        check "usmc --help names $sub" 'grep -q "^  $sub " <<<"$("$USMC" --help)"'
     done
     if command -v groff >/dev/null; then
         groff -man -ww -z man/*.[0-9] >"$WORK/groff.log" 2>&1

@@ -44,7 +44,8 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "example builds with pkg-config" \
     'cc -std=c11 -Wall -Wextra -Werror examples/smc_echo.c $(pkg-config --cflags --libs usmc) \
         -o "$ECHO" 2>"$WORK/cc.log"' "$WORK/cc.log"
-check "it uses the installed library" 'ldd "$ECHO" | grep -q "$prefix/lib/libusmc.so"'
+# (Not `ldd | grep -q`: grep leaving early makes ldd die of SIGPIPE, which pipefail counts.)
+check "it uses the installed library" 'grep -q "$prefix/lib/libusmc.so" <<<"$(ldd "$ECHO")"'
 # Linked the wrong way round, the program calls the C library directly: usmc says why, and
 # the program sees what the C library says (no crash in the library's constructor).
 cc -std=c11 examples/smc_echo.c -Wl,--no-as-needed -lc $(pkg-config --cflags --libs usmc) \

@@ -116,8 +116,8 @@ case_ss_fallback() {
     usmc_json ss "$j" ss --rundir "$RD"
     expect "fallen back" "$(jget "$j" 'sorted((x["side"], x["pid"], x["mode"], x["decline"]["code"], x["decline"]["name"]) for x in d["sockets"])')" \
         "[('client', $(pid_of acccli), 'TCP', '0x03010000', 'peer_not_usmc'), ('server', $(pid_of accsrv), 'TCP', '0x03010000', 'client_not_usmc')]"
-    sockets | grep -q ' TCP 0x03010000 peer_not_usmc$' || fail "no text line for the client's fallback"
-    sockets | grep -q ' TCP 0x03010000 client_not_usmc$' || fail "no text line for the server's fallback"
+    grep -q ' TCP 0x03010000 peer_not_usmc$' <<<"$(sockets)" || fail "no text line for the client's fallback"
+    grep -q ' TCP 0x03010000 client_not_usmc$' <<<"$(sockets)" || fail "no text line for the server's fallback"
     usmc_json ss "$j" ss --rundir "$RD" -d
     expect "no rings when fallen back" "$(jget "$j" '[x["detail"] for x in d["sockets"]]')" "[None, None]"
 }
@@ -185,7 +185,7 @@ case_check() {
     usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.1:$PORT_accsrv"
     expect "registry only: status" "$RC" 0
     expect "registry only" "$(jget "$j" '(d["registry"]["verdict"], d["connection"])')" "('registered', None)"
-    "$USMC" check --rundir "$RD" "127.0.0.1:$PORT_accsrv" | grep -qx 'verdict: *accelerated' ||
+    grep -qx 'verdict: *accelerated' <<<"$("$USMC" check --rundir "$RD" "127.0.0.1:$PORT_accsrv")" ||
         fail "no text verdict"
     # The probe connected for real, and the server took it through shared memory.
     expect "the probe's connection" "$(stat_value server_conn_accelerated)" 2

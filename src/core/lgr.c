@@ -492,6 +492,11 @@ static struct {
 	struct lgr *last;       /* where the last matched proposal came from (a reference) */
 } srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL, NULL};
 
+int lgr_server_listening(void)
+{
+	return srv.nlisteners > 0;
+}
+
 const char *lgr_server_name(void)
 {
 	return srv.name;

@@ -99,6 +99,8 @@ void lgr_peer_vanished(struct lgr *g);
 /* Server: start accepting link groups on this process's control socket. */
 int lgr_server_start(void);
 const char *lgr_server_name(void);
+/* Whether this process has an accelerated listener. */
+int lgr_server_listening(void);
 /* Server: after accept() returned tcpfd from the listener bound to bound (whose
  * network namespace cookie *netns_cookie caches, 0 until known), find the
  * proposal for it. Returns 1 and

@@ -136,13 +136,13 @@ void socktab_closed(int fd)
 		slot_write(t, fd, &v);
 }
 
-void socktab_atfork_child(void)
+void socktab_atfork_child(int now)
 {
 	struct socktab_hdr *t = atomic_load(&table);
 
-	/* The child starts its own table at its first state change. Publishing
-	 * what it inherited here would cost every fork (most are followed by an
-	 * exec) a file and a system call per socket. */
+	/* The child starts its own table at its first state change, unless asked
+	 * for it now. Publishing what it inherited here would cost every fork
+	 * (most are followed by an exec) a file and a system call per socket. */
 	if (t)
 		munmap(t, table_bytes);
 	if (lock_fd >= 0)
@@ -152,4 +152,6 @@ void socktab_atfork_child(void)
 	atomic_store(&table, NULL);
 	/* Another thread of the parent may have held it at fork(). */
 	pthread_mutex_init(&map_lock, NULL);
+	if (now)
+		table_get();
 }

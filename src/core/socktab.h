@@ -75,7 +75,9 @@ void socktab_note(int fd, const struct usock *s);
 void socktab_fell_back(int fd, const struct usock *s, enum decline why);
 /* fd is being closed. */
 void socktab_closed(int fd);
-/* After fork(), in the child: the table mapped is the parent's. */
-void socktab_atfork_child(void);
+/* After fork(), in the child: the table mapped is the parent's. now: make the
+ * child's own table at once, while it may still create files in the run
+ * directory (a prefork worker drops its privileges before its first socket). */
+void socktab_atfork_child(int now);
 
 #endif

@@ -35,9 +35,13 @@ static void atfork_prepare(void)
 
 static void atfork_child(void)
 {
+	/* A child of a process with an accelerated listener may be a worker that
+	 * will accept on it as another user. */
+	int server = lgr_server_listening();
+
 	lgr_atfork_child();
 	conn_atfork_child();
-	socktab_atfork_child();
+	socktab_atfork_child(server);
 }
 
 /* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */

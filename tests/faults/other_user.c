@@ -14,7 +14,8 @@
  *   worker    a prefork server: root listens, then forks a worker that becomes nobody
  *             before its first connection, as nginx's do. Nobody can no longer create
  *             anything in the run directory, yet the worker's connections are accelerated,
- *             and run.sh requires the worker's side to have counted them. */
+ *             run.sh requires the worker's side to have counted them, and the worker
+ *             publishes its sockets for `usmc ss` (its table was made at the fork). */
 #include "faults.h"
 
 #include <fcntl.h>
@@ -309,6 +310,7 @@ static void worker(void)
         fl_chan_side(&wch, 0);
         fl_wait(&wch);
         fl_post(&ch, port);
+        fl_post(&ch, (uint64_t)w);
         /* The master keeps its listener and accepts nothing, until the test is over. */
         fl_wait(&ch);
         kill(w, SIGKILL);
@@ -316,7 +318,21 @@ static void worker(void)
         _exit(0);
     }
     fl_chan_side(&ch, 0);
-    fl_probe_accelerated((uint16_t)fl_wait(&ch), 3 * ROUND);
+    uint16_t port = (uint16_t)fl_wait(&ch);
+    pid_t w = (pid_t)fl_wait(&ch);
+    fl_probe_accelerated(port, 3 * ROUND);
+    char dir[4200], prefix[32];
+    snprintf(dir, sizeof(dir), "%s/socks", fl_rundir());
+    snprintf(prefix, sizeof(prefix), "%d-", (int)w);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool table = false;
+    while (d && (e = readdir(d)))
+        table |= !strncmp(e->d_name, prefix, strlen(prefix));
+    if (d)
+        closedir(d);
+    if (!table)
+        FAIL("the worker running as nobody has no socket table in %s", dir);
     fl_post(&ch, 1);
     if (fl_reap(master) != 0)
         FAIL("the master failed");

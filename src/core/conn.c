@@ -426,8 +426,6 @@ static void become_shm(struct usock *s, int fd)
 	pthread_mutex_unlock(&g->lock);
 	s->tx.cap = s->tx.size;
 	atomic_store(&s->mode, MODE_SHM);
-	if (s->fin_deferred)
-		real.shutdown(fd, SHUT_WR);
 	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 }
@@ -455,8 +453,6 @@ static int send_all_plain(int fd, const unsigned char *p, size_t n)
 static void client_fall_back(struct usock *s, int fd, enum decline why)
 {
 	send_all_plain(fd, s->tx.data, s->tx.pos);
-	if (s->fin_deferred)
-		real.shutdown(fd, SHUT_WR);
 	lgr_withdraw(s->seg.lgr, s->conn_id);
 	shm_teardown(s, 0);
 	fell_back(s, fd, why);
@@ -1139,23 +1135,41 @@ fail:
 	return -1;
 }
 
+/* How long shutdown() on a client whose attach is pending waits for it. */
+#define SHUTDOWN_ATTACH_WAIT_NS (50 * 1000000ull)
+
 int conn_shutdown(struct usock *s, int fd, int how)
 {
-	/* The FIN leaves first: a reader that sees the flag finds it already. But
-	 * a client still waiting for its attach may yet have to send what it wrote
-	 * through TCP (a fallback): its FIN waits for the outcome, and becoming
-	 * attached or falling back sends it. */
-	int wr = how == SHUT_WR || how == SHUT_RDWR, r;
+	int wr = how == SHUT_WR || how == SHUT_RDWR;
 
-	pthread_mutex_lock(&s->lock);
-	int defer = wr && s->connected && conn_pending(s);
-	if (defer) {
-		s->fin_deferred = 1;
-		r = how == SHUT_RDWR ? real.shutdown(fd, SHUT_RD) : 0;
-	} else {
-		r = real.shutdown(fd, how);
+	/* A client still waiting for its attach may yet have to send what it
+	 * wrote through TCP (a fallback), which no byte may follow the FIN into:
+	 * the outcome is settled first. The server attaches when it accepts, so
+	 * it is given a moment; a client whose server has not come by then stops
+	 * waiting and falls back. */
+	if (wr && s->connected && conn_pending(s)) {
+		/* As a writer takes them: no byte joins the ring meanwhile. */
+		op_lock(s, HOLD_TX);
+		uint64_t until = sys_now_ns() + SHUTDOWN_ATTACH_WAIT_NS;
+		while (conn_pending(s) && sys_now_ns() < until) {
+			conn_pending_check(s, fd);
+			if (conn_pending(s))
+				nanosleep(&(struct timespec){0, 50000}, NULL);
+		}
+		pthread_mutex_lock(&s->lock);
+		uint32_t st = SEG_PENDING;
+		if (mode_of(s) == MODE_PENDING) {
+			if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
+				client_fall_back(s, fd, DECL_TIMEOUT);
+			else if (st == SEG_ATTACHED)
+				become_shm(s, fd);
+		}
+		pthread_mutex_unlock(&s->lock);
+		op_unlock(s, HOLD_TX);
 	}
-	pthread_mutex_unlock(&s->lock);
+	/* The FIN leaves first: a reader that sees the flag finds it already. */
+	int r = real.shutdown(fd, how);
+
 	if (r < 0)
 		return r;
 	if (wr) {

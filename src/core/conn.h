@@ -54,7 +54,6 @@ struct usock {
 	_Atomic int shut_rd, shut_wr;
 	int abortive;               /* SO_LINGER {1, 0}: close sends RST */
 	int closing_fin;            /* closed: the kernel ends the socket with FIN */
-	int fin_deferred;           /* client: shut for writing while pending (s->lock) */
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */

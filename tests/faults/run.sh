@@ -63,7 +63,7 @@ tests=(
     "prefork_nobody|prefork nobody||"
     "prefork_poll|prefork poll|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 conn_fallback==0|"
     "prefork_holder_exits|prefork holder_exits|client_conn_accelerated==2 server_conn_accelerated==2 handoffs==1 conn_fallback==0|"
-    "prefork_stopped|prefork stopped|client_conn_accelerated==1 handoffs==0 client_fallback_ambiguous_listener==42 server_fallback_client_not_usmc==42|"
+    "prefork_stopped|prefork stopped|client_conn_accelerated==1 handoffs==0 client_conn_fallback==42 server_fallback_client_not_usmc==42|"
     "prefork_foreign|prefork foreign|client_conn_accelerated==2 server_conn_accelerated==2 handoffs==1 handshake_errors==1|"
     "rlimit_nofile_client|rlimits nofile_client|conn_accelerated>5 conn_fallback>0|"
     "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"

@@ -49,6 +49,17 @@ int regentry_accepts(const struct regentry *e, const struct addr *dst)
 	return 0;
 }
 
+enum reg_verdict regentry_verdict(const struct regentry *e, const struct addr *dst,
+				  unsigned long netns)
+{
+	if (!regentry_accepts(e, dst))
+		return REG_ADDRESS;
+	/* Loopback addresses only reach listeners in the client's own namespace. */
+	if (addr_is_loopback(dst) && e->netns != netns)
+		return REG_NETNS;
+	return REG_OK;
+}
+
 enum reg_verdict regentry_judge(const char *target, const struct addr *dst, unsigned long netns,
 				struct regentry *e)
 {
@@ -56,10 +67,5 @@ enum reg_verdict regentry_judge(const char *target, const struct addr *dst, unsi
 		return REG_AMBIGUOUS;
 	if (regentry_parse(target, e) < 0)
 		return REG_MALFORMED;
-	if (!regentry_accepts(e, dst))
-		return REG_ADDRESS;
-	/* Loopback addresses only reach listeners in the client's own namespace. */
-	if (addr_is_loopback(dst) && e->netns != netns)
-		return REG_NETNS;
-	return REG_OK;
+	return regentry_verdict(e, dst, netns);
 }

@@ -38,4 +38,8 @@ enum reg_verdict {
 enum reg_verdict regentry_judge(const char *target, const struct addr *dst, unsigned long netns,
 				struct regentry *e);
 
+/* The same for an entry parsed already (regentry_parse() returned 0). */
+enum reg_verdict regentry_verdict(const struct regentry *e, const struct addr *dst,
+				  unsigned long netns);
+
 #endif

@@ -28,9 +28,12 @@
  * port the processes that claimed it, ACCEPTOR_SLOTS of them: what tells, once
  * the others are gone, that one is left; then for each port the second (of the
  * monotonic clock) until which its acceptors do not hand proposals to each
- * other. The file is sparse: only the ports in use take memory. */
+ * other. Last, a change counter per port, bumped after every change of the
+ * port's entry (l-<port>): a client keeps what it read of an entry for as long as
+ * the counter stands still, and connects without reading the link again. The
+ * file is sparse: only the ports in use take memory. */
 #define ACCEPTOR_SLOTS 8
-#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4)
+#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4 + NPORTS * 4)
 /* How long a port whose acceptors failed to hand a proposal over stays on TCP. */
 #define HANDOFF_BACKOFF_S 30
 
@@ -86,6 +89,20 @@ static _Atomic uint32_t *claimants_of(_Atomic uint16_t *p, unsigned port)
 static _Atomic uint32_t *no_handoff_until(_Atomic uint16_t *p, unsigned port)
 {
 	return claimants_of(p, NPORTS) + port;
+}
+
+static _Atomic uint32_t *changes_of(_Atomic uint16_t *p, unsigned port)
+{
+	return no_handoff_until(p, NPORTS) + port;
+}
+
+/* Whoever changed the port's entry says so, after the change. */
+static void entry_changed(unsigned port)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	if (p)
+		atomic_fetch_add_explicit(changes_of(p, port), 1, memory_order_release);
 }
 
 static uint32_t now_s(void)
@@ -192,8 +209,8 @@ void registry_forget(const struct sockaddr *dst, const char *path)
 	char lp[4200];
 
 	link_path(lp, sizeof(lp), addr_port(dst));
-	if (registry_still(dst, path) && !listener_alive(path))
-		unlink(lp);
+	if (registry_still(dst, path) && !listener_alive(path) && unlink(lp) == 0)
+		entry_changed(addr_port(dst));
 }
 
 int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
@@ -244,6 +261,7 @@ int registry_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 		unlink(tmp);
 		return -1;
 	}
+	entry_changed(port);
 	atomic_store(acceptor_of(p, port), 0);
 	for (int i = 0; i < ACCEPTOR_SLOTS; i++)
 		atomic_store(&claimants_of(p, port)[i], 0);
@@ -345,42 +363,79 @@ void registry_remove(const struct sockaddr *bound, const char *ctl_name)
 		return;
 	link_path(path, sizeof(path), port);
 	ssize_t n = readlink(path, old, sizeof(old) - 1);
-	if (n > (ssize_t)nl && !memcmp(old, ctl_name, nl) && old[nl] == ' ')
-		unlink(path);
+	if (n > (ssize_t)nl && !memcmp(old, ctl_name, nl) && old[nl] == ' ' && unlink(path) == 0)
+		entry_changed(port);
 	uint16_t c = atomic_load(&p[port]);
 	while (c && !atomic_compare_exchange_weak(&p[port], &c, (uint16_t)(c - 1)))
 		;
+}
+
+/* What this process last read of a port's entry, with the port's change counter
+ * before the read. Ports are few per process: one entry per bucket. */
+enum cached_kind { CACHED_ABSENT, CACHED_MALFORMED, CACHED_AMBIGUOUS, CACHED_ENTRY };
+struct cached {
+	int valid;
+	unsigned port;
+	uint32_t changes;
+	enum cached_kind kind;
+	struct regentry e;
+};
+#define NCACHED 8
+static struct cached cache[NCACHED];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void registry_atfork_child(void)
+{
+	pthread_mutex_init(&cache_lock, NULL);
+}
+
+/* Reads the port's entry into c. */
+static void cache_fill(struct cached *c, unsigned port, uint32_t changes)
+{
+	char lp[4200], t[TARGET_MAX];
+
+	link_path(lp, sizeof(lp), port);
+	ssize_t n = readlink(lp, t, sizeof(t) - 1);
+	c->kind = CACHED_ABSENT;
+	if (n > 0) {
+		t[n] = 0;
+		if (t[0] == '!')
+			c->kind = CACHED_AMBIGUOUS;
+		else
+			c->kind = regentry_parse(t, &c->e) == 0 ? CACHED_ENTRY : CACHED_MALFORMED;
+	}
+	c->port = port;
+	c->changes = changes;
+	c->valid = 1;
 }
 
 int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why)
 {
 	_Atomic uint16_t *p = ports_map();
 	unsigned port = addr_port(dst);
-	char lp[4200], t[TARGET_MAX];
-	struct regentry e;
 	struct addr d;
+	int r = -1;
 
 	*why = DECL_PEER_NO_USMC;
 	if (!p || !atomic_load_explicit(&p[port], memory_order_relaxed))
 		return -1;
-	link_path(lp, sizeof(lp), port);
-	ssize_t n = readlink(lp, t, sizeof(t) - 1);
-	if (n <= 0)
-		return -1;
-	t[n] = 0;
+	/* Loaded before the link is read: a change after it leaves the counter moved. */
+	uint32_t changes = atomic_load_explicit(changes_of(p, port), memory_order_acquire);
+	struct cached *c = &cache[port % NCACHED];
 	addr_from_sockaddr(&d, dst);
 	addr_reached(&d);
-	enum reg_verdict v = regentry_judge(t, &d, my_netns, &e);
+	pthread_mutex_lock(&cache_lock);
+	if (!c->valid || c->port != port || c->changes != changes)
+		cache_fill(c, port, changes);
 	/* Several processes accepting on one socket share its control socket and
 	 * hand proposals to each other (handoff.h), unless that failed lately;
 	 * separate sockets on one port (SO_REUSEPORT) are told apart by nobody. */
-	if (v == REG_AMBIGUOUS || (registry_port_shared(dst) && !registry_handoff_ok(port))) {
+	if (c->kind == CACHED_AMBIGUOUS ||
+	    (c->kind != CACHED_ABSENT && registry_port_shared(dst) && !registry_handoff_ok(port)))
 		*why = DECL_AMBIGUOUS;
-		return -1;
-	}
-	if (v != REG_OK)
-		return -1;
-	if ((unsigned)snprintf(path, len, "%s/%s", cfg.rundir, e.name) >= len)
-		return -1;
-	return 0;
+	else if (c->kind == CACHED_ENTRY && regentry_verdict(&c->e, &d, my_netns) == REG_OK &&
+		 (unsigned)snprintf(path, len, "%s/%s", cfg.rundir, c->e.name) < len)
+		r = 0;
+	pthread_mutex_unlock(&cache_lock);
+	return r;
 }

@@ -6,7 +6,9 @@
  *                       Then one process id per port: the process that accepts
  *                       on it, or a mark that several do (then they hand
  *                       proposals to each other: see handoff.h), and the
- *                       processes that claimed the port.
+ *                       processes that claimed the port. Then a change counter
+ *                       per port, which lets a client keep what it read of an
+ *                       entry instead of reading it at each connect.
  *   <rundir>/l-<port>   a symbolic link whose target names the listening process's
  *                       control socket, its network namespace and the addresses it
  *                       accepts on; replaced atomically, readable in one readlink.
@@ -40,10 +42,12 @@ int registry_handoff_ok(unsigned port);
 int registry_port_shared(const struct sockaddr *bound);
 /* Whether the entry that sent a client to path is still what it was. */
 int registry_still(const struct sockaddr *dst, const char *path);
-/* On success fills path (the listener's control socket) and returns 0; otherwise
- * returns -1 and sets *why. */
 /* The listener behind path could not be reached: drop its entry if it is dead. */
 void registry_forget(const struct sockaddr *dst, const char *path);
+/* On success fills path (the listener's control socket) and returns 0; otherwise
+ * returns -1 and sets *why. */
 int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why);
+/* After fork(), in the child. */
+void registry_atfork_child(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "../core/admit.h"
 #include "../core/config.h"
 #include "../core/lgr.h"
+#include "../core/registry.h"
 #include "../core/socktab.h"
 #include "../core/sys.h"
 #include "fdtab.h"
@@ -42,6 +43,7 @@ static void atfork_child(void)
 	lgr_atfork_child();
 	conn_atfork_child();
 	socktab_atfork_child(server);
+	registry_atfork_child();
 }
 
 /* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */

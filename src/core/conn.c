@@ -39,9 +39,9 @@ struct usock *usock_new(int family, int nonblock)
 	atomic_init(&s->o.refs, 1);
 	atomic_init(&s->o.fdrefs, 1);
 	atomic_init(&s->mode, MODE_NEW);
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->rx_lock, NULL);
-	pthread_mutex_init(&s->tx_lock, NULL);
+	/* By value: every TCP socket, plain ones included, gets three, and a
+	 * default mutex needs nothing pthread_mutex_init() would check. */
+	s->lock = s->rx_lock = s->tx_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	s->family = family;
 	s->nonblock = nonblock;
 	s->bell = -1;

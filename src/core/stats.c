@@ -79,23 +79,32 @@ void stat_open(void)
 	stats_file();
 }
 
+static void count(struct stats_file *f, enum stat_id id, uint64_t n)
+{
+	atomic_fetch_add_explicit(&f->v[id], n, memory_order_relaxed);
+}
+
 void stat_add(enum stat_id id, uint64_t n)
 {
-	atomic_fetch_add_explicit(&stats_file()->v[id], n, memory_order_relaxed);
+	count(stats_file(), id, n);
 }
 
 void stat_fallback(enum stat_side side, enum decline reason)
 {
-	stat_add(STAT_CONN_FALLBACK, 1);
-	stat_add((enum stat_id)(STAT_FALLBACK_REASON + reason), 1);
-	stat_add(stat_side_id(side, SIDE_FALLBACK), 1);
-	stat_add(stat_side_id(side, (enum side_stat)(SIDE_REASON + reason)), 1);
+	struct stats_file *f = stats_file();
+
+	count(f, STAT_CONN_FALLBACK, 1);
+	count(f, (enum stat_id)(STAT_FALLBACK_REASON + reason), 1);
+	count(f, stat_side_id(side, SIDE_FALLBACK), 1);
+	count(f, stat_side_id(side, (enum side_stat)(SIDE_REASON + reason)), 1);
 }
 
 void stat_accel(enum stat_side side, uint64_t tx_size, uint64_t rx_size)
 {
-	stat_add(STAT_CONN_ACCEL, 1);
-	stat_add(stat_side_id(side, SIDE_ACCEL), 1);
-	stat_add(stat_side_id(side, (enum side_stat)(SIDE_RING_TX + stat_ring_bucket(tx_size))), 1);
-	stat_add(stat_side_id(side, (enum side_stat)(SIDE_RING_RX + stat_ring_bucket(rx_size))), 1);
+	struct stats_file *f = stats_file();
+
+	count(f, STAT_CONN_ACCEL, 1);
+	count(f, stat_side_id(side, SIDE_ACCEL), 1);
+	count(f, stat_side_id(side, (enum side_stat)(SIDE_RING_TX + stat_ring_bucket(tx_size))), 1);
+	count(f, stat_side_id(side, (enum side_stat)(SIDE_RING_RX + stat_ring_bucket(rx_size))), 1);
 }

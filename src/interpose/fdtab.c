@@ -55,8 +55,13 @@ int fdtab_set(int fd, struct obj *o)
 
 	if (!s)
 		return -ENOMEM;
+	/* Into an empty slot, the usual case (a new socket), nothing is released, so
+	 * no reader needs keeping out. */
+	struct obj *old = NULL;
+	if (atomic_compare_exchange_strong(s, &old, o))
+		return 0;
 	pthread_rwlock_wrlock(&lock);
-	struct obj *old = atomic_exchange(s, o);
+	old = atomic_exchange(s, o);
 	pthread_rwlock_unlock(&lock);
 	if (old)
 		obj_put(old);

@@ -191,25 +191,84 @@ static int listener_alive(const char *path)
 	return fd != -ECONNREFUSED && fd != -ENOENT;
 }
 
+/* What this process last read of a port's entry, with the port's change counter
+ * before the read. Ports are few per process: one entry per bucket. */
+enum cached_kind { CACHED_ABSENT, CACHED_MALFORMED, CACHED_AMBIGUOUS, CACHED_ENTRY };
+struct cached {
+	int valid;
+	unsigned port;
+	uint32_t changes;
+	enum cached_kind kind;
+	struct regentry e;
+};
+#define NCACHED 8
+static struct cached cache[NCACHED];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void registry_atfork_child(void)
+{
+	pthread_mutex_init(&cache_lock, NULL);
+}
+
+/* Reads the port's entry into c. */
+static void cache_fill(struct cached *c, unsigned port, uint32_t changes)
+{
+	char lp[4200], t[TARGET_MAX];
+
+	link_path(lp, sizeof(lp), port);
+	ssize_t n = readlink(lp, t, sizeof(t) - 1);
+	c->kind = CACHED_ABSENT;
+	if (n > 0) {
+		t[n] = 0;
+		if (t[0] == '!')
+			c->kind = CACHED_AMBIGUOUS;
+		else
+			c->kind = regentry_parse(t, &c->e) == 0 ? CACHED_ENTRY : CACHED_MALFORMED;
+	}
+	c->port = port;
+	c->changes = changes;
+	c->valid = 1;
+}
+
+/* The port's entry as it is now, under cache_lock (the caller unlocks). */
+static struct cached *cache_current(_Atomic uint16_t *p, unsigned port)
+{
+	/* Loaded before the link is read: a change after it leaves the counter moved. */
+	uint32_t changes = atomic_load_explicit(changes_of(p, port), memory_order_acquire);
+	struct cached *c = &cache[port % NCACHED];
+
+	pthread_mutex_lock(&cache_lock);
+	if (!c->valid || c->port != port || c->changes != changes)
+		cache_fill(c, port, changes);
+	return c;
+}
+
 int registry_still(const struct sockaddr *dst, const char *path)
+{
+	_Atomic uint16_t *p = ports_map();
+	const char *name = strrchr(path, '/');
+
+	if (!p)
+		return 0;
+	struct cached *c = cache_current(p, addr_port(dst));
+	int same = c->kind == CACHED_ENTRY && !strcmp(c->e.name, name ? name + 1 : path);
+	pthread_mutex_unlock(&cache_lock);
+	return same;
+}
+
+void registry_forget(const struct sockaddr *dst, const char *path)
 {
 	char lp[4200], t[TARGET_MAX];
 	const char *name = strrchr(path, '/');
 	size_t nl;
 
+	/* Read afresh, not from the cache: what is removed must be what failed. */
 	name = name ? name + 1 : path;
 	nl = strlen(name);
 	link_path(lp, sizeof(lp), addr_port(dst));
 	ssize_t n = readlink(lp, t, sizeof(t) - 1);
-	return n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ';
-}
-
-void registry_forget(const struct sockaddr *dst, const char *path)
-{
-	char lp[4200];
-
-	link_path(lp, sizeof(lp), addr_port(dst));
-	if (registry_still(dst, path) && !listener_alive(path) && unlink(lp) == 0)
+	if (n > (ssize_t)nl && !memcmp(t, name, nl) && t[nl] == ' ' && !listener_alive(path) &&
+	    unlink(lp) == 0)
 		entry_changed(addr_port(dst));
 }
 
@@ -370,45 +429,6 @@ void registry_remove(const struct sockaddr *bound, const char *ctl_name)
 		;
 }
 
-/* What this process last read of a port's entry, with the port's change counter
- * before the read. Ports are few per process: one entry per bucket. */
-enum cached_kind { CACHED_ABSENT, CACHED_MALFORMED, CACHED_AMBIGUOUS, CACHED_ENTRY };
-struct cached {
-	int valid;
-	unsigned port;
-	uint32_t changes;
-	enum cached_kind kind;
-	struct regentry e;
-};
-#define NCACHED 8
-static struct cached cache[NCACHED];
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void registry_atfork_child(void)
-{
-	pthread_mutex_init(&cache_lock, NULL);
-}
-
-/* Reads the port's entry into c. */
-static void cache_fill(struct cached *c, unsigned port, uint32_t changes)
-{
-	char lp[4200], t[TARGET_MAX];
-
-	link_path(lp, sizeof(lp), port);
-	ssize_t n = readlink(lp, t, sizeof(t) - 1);
-	c->kind = CACHED_ABSENT;
-	if (n > 0) {
-		t[n] = 0;
-		if (t[0] == '!')
-			c->kind = CACHED_AMBIGUOUS;
-		else
-			c->kind = regentry_parse(t, &c->e) == 0 ? CACHED_ENTRY : CACHED_MALFORMED;
-	}
-	c->port = port;
-	c->changes = changes;
-	c->valid = 1;
-}
-
 int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why)
 {
 	_Atomic uint16_t *p = ports_map();
@@ -419,14 +439,9 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	*why = DECL_PEER_NO_USMC;
 	if (!p || !atomic_load_explicit(&p[port], memory_order_relaxed))
 		return -1;
-	/* Loaded before the link is read: a change after it leaves the counter moved. */
-	uint32_t changes = atomic_load_explicit(changes_of(p, port), memory_order_acquire);
-	struct cached *c = &cache[port % NCACHED];
 	addr_from_sockaddr(&d, dst);
 	addr_reached(&d);
-	pthread_mutex_lock(&cache_lock);
-	if (!c->valid || c->port != port || c->changes != changes)
-		cache_fill(c, port, changes);
+	struct cached *c = cache_current(p, port);
 	/* Several processes accepting on one socket share its control socket and
 	 * hand proposals to each other (handoff.h), unless that failed lately;
 	 * separate sockets on one port (SO_REUSEPORT) are told apart by nobody. */

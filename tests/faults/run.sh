@@ -53,6 +53,7 @@ tests=(
     "killed_fork_child|killed_peer fork_child|conn_accelerated>3|"
     "abandoned_segment|abandoned_segment|conn_accelerated>1 fallback_timeout>0|USMC_HANDSHAKE_TIMEOUT_MS=300"
     "stopped_peer|stopped_peer|conn_accelerated>3 ring_full>1|"
+    "listener_replaced|listener_replaced|client_conn_accelerated>1|"
     "rundir_removed|rundir_lost removed||"
     "rundir_unwritable|rundir_lost unwritable|conn_accelerated>1 fallback_peer_not_usmc>0|"
     "many_connections|many_connections 10000|conn_accelerated>1 fallback_memory>0|"

@@ -76,6 +76,13 @@ int handoff_fd(void)
 	return fd;
 }
 
+void handoff_atfork_child(void)
+{
+	/* Another thread of the parent may have held it; the socket is left to
+	 * handoff_fd(), which tells it is the parent's. */
+	pthread_mutex_init(&ho.lock, NULL);
+}
+
 void handoff_close(void)
 {
 	pthread_mutex_lock(&ho.lock);

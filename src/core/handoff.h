@@ -35,6 +35,8 @@ void handoff_serve(void);
  * conn_id when one handed it off (as lgr_server_match()), else 0. */
 int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
 		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
+/* After fork(), in the child. */
+void handoff_atfork_child(void);
 /* No listener left: the socket goes. */
 void handoff_close(void);
 

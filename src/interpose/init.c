@@ -9,6 +9,7 @@
 
 #include "../core/admit.h"
 #include "../core/config.h"
+#include "../core/handoff.h"
 #include "../core/lgr.h"
 #include "../core/registry.h"
 #include "../core/socktab.h"
@@ -41,6 +42,7 @@ static void atfork_child(void)
 	int server = lgr_server_listening();
 
 	lgr_atfork_child();
+	handoff_atfork_child();
 	conn_atfork_child();
 	socktab_atfork_child(server);
 	registry_atfork_child();

@@ -10,13 +10,14 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/echo.sh
 . tests/lib/sanitizer.sh
 build=${USMC_BUILD:-build}
-USMC=$PWD/$build/bin/usmc
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+USMC=$build/bin/usmc
 ECHO=$WORK/smc_echo
 BYTES=300000
 
 # shellcheck disable=SC2046 # a list of flags
 cc -std=c11 -Wall -Wextra -Werror $(san_cflags "$build") -Iinclude examples/smc_echo.c \
-    -L"$build/lib" -Wl,-rpath,"$PWD/$build/lib" -lusmc -o "$ECHO" 2>"$WORK/cc.log"
+    -L"$build/lib" -Wl,-rpath,"$build/lib" -lusmc -o "$ECHO" 2>"$WORK/cc.log"
 check "the example builds against $build" '[ -x "$ECHO" ]' "$WORK/cc.log"
 
 # pair NAME SERVER_RULES CLIENT_RULES SERVER_ADDR CLIENT_ADDR [tcp]: both ends under usmc run,

@@ -17,12 +17,7 @@
 # and fail when they stop differing (so the list is kept true).
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cd "$root" || exit 1
-build=${USMC_BUILD:-build}
-case $build in /*) ;; *) build=$root/$build ;; esac
-out=$build/tests/conformance
+. "$(dirname "$0")/../lib/suite.sh"
 usmc=$build/bin/usmc
 cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread)
 . "$root/tests/lib/sanitizer.sh"

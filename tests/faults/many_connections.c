@@ -178,6 +178,10 @@ int main(int argc, char **argv)
     }
     int max = n + (int)lim; /* beyond the limit: no more than the descriptors there are */
     int l = fl_listen(&port);
+    /* A server that falls behind (a loaded machine) must not overflow the accept queue:
+     * a dropped SYN is retried only a second later, thousands of times over. */
+    if (listen(l, SOMAXCONN) < 0)
+        FAIL("listen: %s", fl_errname(errno));
     fl_chan_init(&ch);
     pid_t s = fl_fork();
     if (s == 0) {

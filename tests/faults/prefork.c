@@ -65,6 +65,16 @@ static void echo(int c)
     close(c);
 }
 
+/* The connection waiting on the listener, or -1 when the sibling took it first. */
+static int take(int lfd)
+{
+    int c = accept(lfd, NULL, NULL);
+
+    if (c < 0 && errno != EAGAIN)
+        FAIL("accept: %s", fl_errname(errno));
+    return c;
+}
+
 /* The same worker waiting in poll(). */
 static _Noreturn void poll_worker(int lfd, struct fl_chan *ch)
 {
@@ -81,11 +91,9 @@ static _Noreturn void poll_worker(int lfd, struct fl_chan *ch)
             pf[1].events = POLLIN;
             continue;
         }
-        int c = accept(lfd, NULL, NULL);
-        if (c < 0 && errno == EAGAIN)
-            continue;
+        int c = take(lfd);
         if (c < 0)
-            FAIL("accept: %s", fl_errname(errno));
+            continue;
         pf[1].events = 0;
         echo(c);
         fl_post(ch, 1);
@@ -118,11 +126,9 @@ static _Noreturn void worker(int lfd, struct fl_chan *ch)
                 FAIL("epoll_ctl: %s", fl_errname(errno));
             continue;
         }
-        int c = accept(lfd, NULL, NULL);
-        if (c < 0 && errno == EAGAIN)
-            continue;
+        int c = take(lfd);
         if (c < 0)
-            FAIL("accept: %s", fl_errname(errno));
+            continue;
         epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
         echo(c);
         fl_post(ch, 1);

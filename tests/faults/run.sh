@@ -13,12 +13,7 @@
 #                 -fsanitize=thread. A sanitizer report fails the test.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cd "$root" || exit 1
-build=${USMC_BUILD:-build}
-case $build in /*) ;; *) build=$root/$build ;; esac
-out=$build/tests/faults
+. "$(dirname "$0")/../lib/suite.sh"
 usmc=$build/bin/usmc
 cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -I"$root/src/core")
 . "$root/tests/lib/sanitizer.sh"

@@ -15,12 +15,7 @@
 # both); without them every scenario is skipped, saying so.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cd "$root" || exit 1
-build=${USMC_BUILD:-build}
-case $build in /*) ;; *) build=$root/$build ;; esac
-out=$build/tests/vm
+. "$(dirname "$0")/../lib/suite.sh"
 passed=0 failed=0 skipped=0
 scenarios=("${@:-many_connections}")
 

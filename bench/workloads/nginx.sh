@@ -1,4 +1,8 @@
 # nginx (one worker) serving a 1 KB file to wrk, with keep-alive and with a connection per request.
+# NGINX_WORKERS, set by a workload that reads this one (nginx_prefork), runs a master with that
+# many workers instead.
+_nginx_workers=${NGINX_WORKERS:-1}
+unset NGINX_WORKERS
 WL_TITLE="nginx + wrk, 1 worker, 1 KB file"
 WL_UNIT="requests/s"
 WL_BETTER=higher
@@ -17,8 +21,9 @@ wl_server() {
     head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
     cat >"$MODE_DIR/nginx.conf" <<CONF
 daemon off;
-master_process off;
-worker_processes 1;
+master_process $([ "$_nginx_workers" -gt 1 ] && echo on || echo off);
+worker_processes $_nginx_workers;
+user root;
 worker_rlimit_nofile 8192;
 pid $MODE_DIR/nginx.pid;
 error_log $MODE_DIR/error.log warn;

@@ -40,7 +40,8 @@ echo_pair() {
     USMC_RUNDIR=$rd timeout 30 "${SERVER_RUN[@]}" "$ECHO" server "$2" "$port" ${5:-} \
         >"$WORK/server.out" 2>&1 &
     server=$!
-    for _ in $(seq 100); do
+    # A sanitized server on a loaded machine can take seconds to start.
+    for _ in $(seq 400); do
         if grep -q listening "$WORK/server.out" || ! kill -0 "$server" 2>/dev/null; then
             break
         fi

@@ -168,7 +168,8 @@ rd=$(fresh_rundir)
 echo "exclude peer 127.0.0.1" >"$WORK/lib.policy"
 SERVER_RUN=(env "USMC_POLICY=$WORK/lib.policy") CLIENT_RUN=(env "USMC_POLICY=$WORK/lib.policy")
 out=$(echo_pair "$rd" 127.0.0.1 127.0.0.1 "$BYTES" smc)
-check "library, USMC_POLICY file: echo exact" '[ "$out" = "ok $BYTES" ]'
+echo "$out" >"$WORK/out.log"
+check "library, USMC_POLICY file: echo exact" '[ "$out" = "ok $BYTES" ]' "$WORK/out.log"
 counters "library, USMC_POLICY file" 0 1 1
 
 check_end

@@ -153,6 +153,13 @@ static inline int conn_pending(struct usock *s)
 	return atomic_load_explicit(&s->mode, memory_order_acquire) == MODE_PENDING;
 }
 
+/* A registered listener: accept() goes through the library, and siblings
+ * accepting on the same socket may ask this process for proposals. */
+static inline int conn_listening(struct usock *s)
+{
+	return s->registered && atomic_load_explicit(&s->mode, memory_order_acquire) == MODE_LISTEN;
+}
+
 static inline int conn_accel(struct usock *s)
 {
 	int m = atomic_load_explicit(&s->mode, memory_order_acquire);

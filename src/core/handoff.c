@@ -27,9 +27,8 @@ static const struct dev_ops *dev = &dev_lo;
 static struct {
 	pthread_mutex_t lock;
 	int fd;           /* listening handoff socket, -1 until opened */
-	pid_t pid;        /* who opened it: a forked child opens its own */
 	uint64_t seq;     /* numbers our asks */
-} ho = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
+} ho = {PTHREAD_MUTEX_INITIALIZER, -1, 0};
 
 /* Abstract, so that workers which dropped privileges can reach each other
  * whatever the runtime directory's permissions (they may not even look it up);
@@ -55,21 +54,14 @@ static int listener_is(int c, pid_t pid)
 
 int handoff_fd(void)
 {
-	pid_t me = getpid();
 	char path[4200];
 
 	pthread_mutex_lock(&ho.lock);
-	if (ho.fd >= 0 && ho.pid != me) {
-		real.close(ho.fd); /* the parent's, inherited */
-		ho.fd = -1;
-	}
 	if (ho.fd < 0) {
-		path_of(me, path, sizeof(path));
-		int fd = dev->ctl_listen(path);
-		if (fd >= 0) {
-			ho.fd = fd;
-			ho.pid = me;
-		}
+		path_of(getpid(), path, sizeof(path));
+		ho.fd = dev->ctl_listen(path);
+		if (ho.fd < 0)
+			ho.fd = -1;
 	}
 	int fd = ho.fd;
 	pthread_mutex_unlock(&ho.lock);
@@ -78,9 +70,12 @@ int handoff_fd(void)
 
 void handoff_atfork_child(void)
 {
-	/* Another thread of the parent may have held it; the socket is left to
-	 * handoff_fd(), which tells it is the parent's. */
+	/* Another thread of the parent may have held it. The socket is the
+	 * parent's (named after its pid): the child opens its own when asked. */
 	pthread_mutex_init(&ho.lock, NULL);
+	if (ho.fd >= 0)
+		real.close(ho.fd);
+	ho.fd = -1;
 }
 
 void handoff_close(void)

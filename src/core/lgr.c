@@ -853,6 +853,27 @@ static struct prop *take_match(const struct addr *local, const struct addr *peer
 	return NULL;
 }
 
+/* The proposal whose client socket mirrors local/peer, taken out of the table,
+ * reading what the channels hold as far as needed. Called with srv.lock held. */
+static struct prop *take_proposal(const struct addr *local, const struct addr *peer)
+{
+	server_resolve();
+	struct prop *hit = take_match(local, peer);
+	/* A client's proposal comes just before its connection: most likely next in
+	 * the channel the last one came from. Read that one message by message
+	 * before looking at every channel. */
+	for (struct lgr *g = srv.last; !hit && g && server_read_one(g);) {
+		server_resolve();
+		hit = take_match(local, peer);
+	}
+	if (!hit) {
+		server_drain();
+		server_resolve();
+		hit = take_match(local, peer);
+	}
+	return hit;
+}
+
 int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct sockaddr_storage *bound,
 		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id)
 {
@@ -869,20 +890,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
-	server_resolve();
-	hit = take_match(&local, &peer);
-	/* A client's proposal comes just before its connection: most likely next in
-	 * the channel the last one came from. Read that one message by message
-	 * before looking at every channel. */
-	for (struct lgr *g = srv.last; !hit && g && server_read_one(g);) {
-		server_resolve();
-		hit = take_match(&local, &peer);
-	}
-	if (!hit) {
-		server_drain();
-		server_resolve();
-		hit = take_match(&local, &peer);
-	}
+	hit = take_proposal(&local, &peer);
 	if (hit && hit->lgr != srv.last) {
 		if (srv.last)
 			lgr_put(srv.last);
@@ -935,12 +943,7 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
-	server_resolve();
-	if (!(hit = take_match(local, peer))) {
-		server_drain();
-		server_resolve();
-		hit = take_match(local, peer);
-	}
+	hit = take_proposal(local, peer);
 	pthread_mutex_unlock(&srv.lock);
 	if (!hit)
 		return 0;

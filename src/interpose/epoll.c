@@ -592,8 +592,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (!s || !conn_accel(s) || (op != EPOLL_CTL_DEL && !ev)) {
 		r = real.epoll_ctl(epfd, op, fd, ev);
-		if (r == 0 && s && op == EPOLL_CTL_ADD && s->registered &&
-		    atomic_load(&s->mode) == MODE_LISTEN)
+		if (r == 0 && s && op == EPOLL_CTL_ADD && conn_listening(s))
 			watch_handoff(epfd);
 		if (o)
 			obj_put(o);

@@ -38,7 +38,7 @@ static int ours(struct usock *s, int *listener)
 {
 	if (conn_accel(s))
 		return 1;
-	*listener = s->registered && atomic_load(&s->mode) == MODE_LISTEN;
+	*listener = conn_listening(s);
 	return *listener;
 }
 

@@ -1135,38 +1135,42 @@ fail:
 	return -1;
 }
 
-/* How long shutdown() on a client whose attach is pending waits for it. */
-#define SHUTDOWN_ATTACH_WAIT_NS (50 * 1000000ull)
+/* How long a client whose attach is pending waits for it when it must settle. */
+#define SETTLE_ATTACH_WAIT_NS (50 * 1000000ull)
+
+void conn_settle(struct usock *s, int fd)
+{
+	if (!conn_pending(s))
+		return;
+	/* As a writer takes them: no byte joins the ring meanwhile. */
+	op_lock(s, HOLD_TX);
+	uint64_t until = sys_now_ns() + SETTLE_ATTACH_WAIT_NS;
+	while (conn_pending(s) && sys_now_ns() < until) {
+		if (check_connected(s, fd))
+			conn_pending_check(s, fd);
+		if (conn_pending(s))
+			nanosleep(&(struct timespec){0, 50000}, NULL);
+	}
+	pthread_mutex_lock(&s->lock);
+	uint32_t st = SEG_PENDING;
+	if (mode_of(s) == MODE_PENDING) {
+		if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
+			client_fall_back(s, fd, DECL_TIMEOUT);
+		else if (st == SEG_ATTACHED)
+			become_shm(s, fd);
+	}
+	pthread_mutex_unlock(&s->lock);
+	op_unlock(s, HOLD_TX);
+}
 
 int conn_shutdown(struct usock *s, int fd, int how)
 {
 	int wr = how == SHUT_WR || how == SHUT_RDWR;
 
-	/* A client still waiting for its attach may yet have to send what it
-	 * wrote through TCP (a fallback), which no byte may follow the FIN into:
-	 * the outcome is settled first. The server attaches when it accepts, so
-	 * it is given a moment; a client whose server has not come by then stops
-	 * waiting and falls back. */
-	if (wr && s->connected && conn_pending(s)) {
-		/* As a writer takes them: no byte joins the ring meanwhile. */
-		op_lock(s, HOLD_TX);
-		uint64_t until = sys_now_ns() + SHUTDOWN_ATTACH_WAIT_NS;
-		while (conn_pending(s) && sys_now_ns() < until) {
-			conn_pending_check(s, fd);
-			if (conn_pending(s))
-				nanosleep(&(struct timespec){0, 50000}, NULL);
-		}
-		pthread_mutex_lock(&s->lock);
-		uint32_t st = SEG_PENDING;
-		if (mode_of(s) == MODE_PENDING) {
-			if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
-				client_fall_back(s, fd, DECL_TIMEOUT);
-			else if (st == SEG_ATTACHED)
-				become_shm(s, fd);
-		}
-		pthread_mutex_unlock(&s->lock);
-		op_unlock(s, HOLD_TX);
-	}
+	/* A fallback would send what was written through TCP, which no byte may
+	 * follow the FIN into. */
+	if (wr && s->connected)
+		conn_settle(s, fd);
 	/* The FIN leaves first: a reader that sees the flag finds it already. */
 	int r = real.shutdown(fd, how);
 
@@ -1227,12 +1231,13 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 	s->registered = 0;
 }
 
-void conn_atfork_prepare(struct usock *s)
+void conn_atfork_prepare(struct usock *s, int fd)
 {
 	if (mode_of(s) == MODE_LISTEN) {
 		s->forked = 1;
 		return;
 	}
+	conn_settle(s, fd);
 	if (conn_accel(s))
 		conn_share(s);
 }

@@ -91,7 +91,13 @@ int conn_listen(struct usock *s, int fd, int backlog);
 /* A registered listener's descriptor was closed (ino: its socket inode). */
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
-void conn_atfork_prepare(struct usock *s);
+void conn_atfork_prepare(struct usock *s, int fd);
+/* Before a second process may hold the connection (fork, exec, a descriptor
+ * passed on) or its FIN leaves: a client whose attach is pending waits a moment
+ * for it, else falls back. Whether the attach came and what went into the ring
+ * unread are this process's knowledge alone, so two holders that each settled
+ * it their own way would split the stream between the ring and TCP. */
+void conn_settle(struct usock *s, int fd);
 /* One more process will hold this end (fork, a descriptor passed on): its state
  * moves to the holders' page. -1 if it cannot. conn_unshare() takes it back when
  * the other process never came. */

@@ -52,8 +52,10 @@ static void collect(int fd, struct obj *o)
 	struct usock *s = sock_of(o);
 	int fl;
 
-	if (!s || atomic_load(&s->mode) != MODE_SHM || ho.n == HANDOVER_MAX ||
-	    (fl = real.fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
+	if (!s || ho.n == HANDOVER_MAX || (fl = real.fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
+		return;
+	conn_settle(s, fd);
+	if (atomic_load(&s->mode) != MODE_SHM)
 		return;
 	for (uint32_t i = 0; i < ho.n; i++)
 		if (ho.owner[i] == s)

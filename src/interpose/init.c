@@ -25,9 +25,8 @@ int usmc_active(void)
 
 static void prepare_one(int fd, struct obj *o)
 {
-	(void)fd;
 	if (o->kind == OBJ_SOCK)
-		conn_atfork_prepare((struct usock *)o);
+		conn_atfork_prepare((struct usock *)o, fd);
 }
 
 static void atfork_prepare(void)

@@ -265,13 +265,19 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "foreign")) {
-        int fd = fl_connect(port);
+        /* Forked first: a fork settles a connection still waiting for its attach. */
+        struct fl_chan fch;
+        fl_chan_init(&fch);
         pid_t f = fl_fork();
         if (f == 0) {
-            foreign_ask(w[0], port, fl_local_port(fd));
+            fl_chan_side(&fch, 1);
+            foreign_ask(w[0], port, (uint16_t)fl_wait(&fch));
             fflush(stdout);
             _exit(0);
         }
+        fl_chan_side(&fch, 0);
+        int fd = fl_connect(port);
+        fl_post(&fch, fl_local_port(fd));
         if (fl_reap(f) != 0)
             FAIL("the foreign asker failed");
         fl_post(&ch[1], 1);

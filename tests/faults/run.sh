@@ -123,14 +123,8 @@ check_stats() {
     done
 }
 
-# Known to hang now and then, not yet explained: killed_fork_child's heir (the parent of a
-# forked pair whose child was killed mid-send) stalls about once in ten runs on a loaded
-# machine, until the program's watchdog fires (exit 142); it did so before the handoff and
-# doorbell changes too. Such a hang is reported and the test runs once more; a second hang fails.
-intermittent=" killed_fork_child "
-
 run_one() {
-    local name=$1 cmd=$2 expect=$3 env=$4 again=${5:-} prog rundir rc log=$out/$1.out stats=$out/$1.stats
+    local name=$1 cmd=$2 expect=$3 env=$4 prog rundir rc log=$out/$1.out stats=$out/$1.stats
     local -a argv envv
     read -r -a argv <<<"$cmd"
     read -r -a envv <<<"$env"
@@ -143,12 +137,6 @@ run_one() {
     env ${envv[@]+"${envv[@]}"} timeout 60 "$usmc" run --rundir "$rundir" -- \
         "$out/$prog" "${argv[@]:1}" >"$log" 2>&1
     rc=$?
-    if [ $rc -eq 142 ] && [ -z "$again" ] && [[ $intermittent == *" $name "* ]]; then
-        echo "HUNG $name (known intermittent hang, see run.sh); running it again"
-        rm -rf "$rundir"
-        run_one "$name" "$cmd" "$expect" "$env" again
-        return
-    fi
     "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
     rm -rf "$rundir"
     if san_reports "$log"; then

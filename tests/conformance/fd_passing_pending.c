@@ -1,0 +1,53 @@
+/* A client writes, then passes its connection over a Unix socket before the server has
+ * accepted; the receiving process writes the rest and shuts down. The server, accepting
+ * only after 300 ms, reads one ordered stream and EOF: the connection's outcome (here a
+ * fallback, as the pass does not wait that long for the accept) is settled before a second
+ * process may write on it.
+ * usmc-expect: none
+ * usmc-fallbacks: 2 */
+#include "common.h"
+
+#include <time.h>
+
+static const char stream[] = "sender|receiver";
+
+static void client(void *arg)
+{
+    char buf[8];
+    int pair[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+    pid_t receiver = cf_fork();
+    if (receiver == 0) {
+        int fd;
+        close(pair[0]);
+        cf_recv_fds(pair[1], &fd, 1);
+        cf_write_all(fd, stream + 7, sizeof(stream) - 8);
+        CHECK(shutdown(fd, SHUT_WR) == 0);
+        size_t n = cf_read_full(fd, buf, sizeof buf);
+        _exit(n == 2 && memcmp(buf, "ok", 2) == 0 ? 0 : 1);
+    }
+    close(pair[1]);
+    int fd = cf_connect(AF_INET, *(uint16_t *)arg);
+    cf_write_all(fd, stream, 7);
+    cf_send_fds(pair[0], &fd, 1);
+    close(fd);
+    printf("receiver exit status: %d\n", cf_wait_child(receiver));
+}
+
+int main(void)
+{
+    char buf[64];
+    cf_start();
+    int l = cf_listen(AF_INET);
+    uint16_t port = cf_port(l);
+    cf_spawn(client, &port);
+    nanosleep(&(struct timespec){0, 300000000}, NULL);
+    int s = cf_accept(l);
+    size_t n = cf_read_full(s, buf, sizeof buf);
+    printf("server read until EOF: %.*s\n", (int)n, buf);
+    CHECK(n == sizeof(stream) - 1 && memcmp(buf, stream, n) == 0);
+    cf_write_all(s, "ok", 2);
+    close(s);
+    cf_join();
+    return 0;
+}

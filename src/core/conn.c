@@ -100,8 +100,23 @@ static void view(struct usock *s, struct ring_end *tx, struct ring_end *rx)
 
 static void ring_peer(struct usock *s)
 {
+	atomic_fetch_add_explicit(&s->tx.sh->prod_bells, 1, memory_order_release);
 	dev->doorbell_ring(s->bell);
 	stat_add(STAT_DOORBELLS, 1);
+}
+
+/* A doorbell holds a few hundred rings (one byte each) before the peer's next
+ * ring fails, which would leave an edge-triggered watcher unwoken. The count is
+ * the peer's to write: one that lies only makes us empty the doorbell more
+ * often, or fills it so that its own rings go unheard. */
+#define BELL_DRAIN_AT 32u
+
+/* A doorbell end joins a connection. It may come from a cache, holding rings
+ * meant for the connection before: the first epoll wake-up empties it. */
+static void bell_take(struct usock *s, int bell)
+{
+	s->bell = bell;
+	s->bells_drained = 0u - BELL_DRAIN_AT;
 }
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
@@ -261,7 +276,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	g = NULL;
 	rings_setup(s);
 	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
-	s->bell = bell;
+	bell_take(s, bell);
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	/* A peer answering within a millisecond is usmc: no probe before that. */
 	s->recheck_ns = sys_now_ns() + 1000000ull;
@@ -348,7 +363,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	}
 	s->seg = loc;
 	s->conn_id = id;
-	s->bell = sys_fd_high(bell);
+	bell_take(s, sys_fd_high(bell));
 	uint32_t st = SEG_PENDING;
 	enum decline why = DECL_PROTOCOL;
 	if (loc.hdr->magic != SEG_MAGIC) {
@@ -599,6 +614,19 @@ void conn_bell_clear(struct usock *s, const void *except)
 	dev->doorbell_clear(s->bell);
 	if (s->regs)
 		epoll_sock_rang(s, except);
+}
+
+void conn_bell_rang(struct usock *s, const void *except)
+{
+	if (s->bell < 0 || !conn_accel(s))
+		return;
+	/* Read before emptying: rings counted after this may be emptied too,
+	 * and so are counted twice, which only makes the next emptying early. */
+	uint32_t n = atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire);
+	if (n - s->bells_drained < BELL_DRAIN_AT)
+		return;
+	s->bells_drained = n;
+	conn_bell_clear(s, except);
 }
 
 void conn_note_tcp_event(struct usock *s)
@@ -1435,7 +1463,7 @@ struct usock *conn_import(const struct conn_export *in)
 		s->hold_fd = sys_fd_high(x.hold_fd);
 		x.hold_fd = -1;
 	}
-	s->bell = sys_fd_high(x.bell);
+	bell_take(s, sys_fd_high(x.bell));
 	x.bell = -1;
 	s->connected = 1;
 	s->shut_rd = x.shut_rd;

@@ -67,6 +67,7 @@ struct usock {
 	 * futexes): a socket pair, so the one descriptor both sleeps (the peer's
 	 * rings arrive on it) and rings the peer (what we send arrives on theirs). */
 	int bell;
+	uint32_t bells_drained;     /* the peer's prod_bells when we last emptied it */
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
 	/* listener */
@@ -146,6 +147,10 @@ void conn_pending_check(struct usock *s, int fd);
 /* Empties our doorbell (it holds what it was rung with), passing the
  * wake-up on to every epoll set but except. */
 void conn_bell_clear(struct usock *s, const void *except);
+/* For epoll, which watches doorbells edge-triggered and so needs them emptied
+ * only before they fill up: our doorbell rang; it is emptied (as above) once
+ * the peer has rung it BELL_DRAIN_AT times since the last time. */
+void conn_bell_rang(struct usock *s, const void *except);
 /* For the event loops: a doorbell rang or the TCP socket reported something. */
 void conn_note_tcp_event(struct usock *s);
 

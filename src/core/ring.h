@@ -49,6 +49,10 @@ struct ring_shared {
 	_Atomic uint32_t prod_how;    /* RING_WAKE_* for the producer's wait */
 	_Atomic uint32_t prod_kick;   /* the consumer sleeps on it for data */
 	_Atomic uint32_t prod_cpu;    /* core the producer last ran on (spinning policy) */
+	/* Rings this side (the producer of this ring) sent into the other side's
+	 * doorbell, for its wake-up or ours alike: an epoll waiter empties its
+	 * doorbell only once this ran well ahead of what it last emptied. */
+	_Atomic uint32_t prod_bells;
 	_Alignas(RING_CACHELINE) _Atomic uint64_t cons;
 	_Alignas(RING_CACHELINE) _Atomic uint32_t cons_wait;   /* consumer waits for data */
 	_Atomic uint32_t cons_flags;

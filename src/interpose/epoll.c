@@ -408,9 +408,7 @@ static void harvest(struct epshadow *sh)
 				continue;
 			}
 			if (!(p & TAG_TCP)) {
-				/* A doorbell holds what it was rung with until read: empty it,
-				 * or it fills up and rings no more. */
-				conn_bell_clear(r->s, sh);
+				conn_bell_rang(r->s, sh);
 			} else {
 				/* The TCP socket carries no data: only its FIN, RST, errors
 				 * and the end of connect() say anything new. */

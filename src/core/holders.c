@@ -115,6 +115,10 @@ void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
 		uint64_t pub = atomic_load(d == HOLD_TX ? &e->sh->prod : &e->sh->cons);
 		if (pub > s->pos && pub - s->pos <= e->size)
 			s->pos = pub;
+		/* A rewind it announced but published nothing behind did not
+		 * happen: we go on from where it stood. */
+		if (d == HOLD_TX && atomic_load(&e->sh->prod_skip) >= s->pos)
+			atomic_store(&e->sh->prod_skip, 0);
 		pthread_mutex_consistent(&s->lock);
 	}
 	e->pos = s->pos;

@@ -16,17 +16,35 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 	r->pos = 0;
 	r->peer = 0;
 	r->last_rung = 0;
+	r->rewind_at = 0;
+}
+
+static uint64_t round_up(uint64_t cursor, uint64_t size)
+{
+	return (cursor + size - 1) & ~(size - 1);
 }
 
 int ring_avail(struct ring_end *r, uint64_t *avail)
 {
 	uint64_t prod = atomic_load_explicit(&r->sh->prod, memory_order_acquire);
+	/* Stored before prod: the acquire above makes it current for this prod. */
+	uint64_t skip = atomic_load_explicit(&r->sh->prod_skip, memory_order_relaxed);
+	uint64_t to = round_up(skip, r->size), pos = r->pos;
 
-	/* Unsigned arithmetic: a cursor behind ours shows up as a huge distance. */
-	if (prod - r->pos > r->size || prod - r->peer > r->size)
+	/* The producer rewound where we stand, and went past the gap: its bytes
+	 * continue at the ring's start. (A rewind it has not yet published data
+	 * behind is taken at a later look.) */
+	if (skip == pos && prod - to <= r->size)
+		pos = to;
+	/* Unsigned arithmetic: a cursor behind ours shows up as a huge distance.
+	 * (The producer counts a gap it left as read once we stand at its mark,
+	 * so the cursor it then publishes may be more than a ring ahead of the
+	 * last one we saw, never behind it.) */
+	if (prod - pos > r->size || prod < r->peer)
 		return RING_CORRUPT;
+	r->pos = pos;
 	r->peer = prod;
-	*avail = prod - r->pos;
+	*avail = prod - pos;
 	return RING_OK;
 }
 
@@ -34,6 +52,12 @@ int ring_space(struct ring_end *r, uint64_t *space)
 {
 	uint64_t cons = atomic_load_explicit(&r->sh->cons, memory_order_acquire);
 
+	/* A consumer that stopped where we rewound has read all there was up to
+	 * the ring's start. prod_skip is read back from our own line: whoever
+	 * scribbled on it can only make the consumer look further along, which
+	 * the checks below bound as for any cursor it publishes. */
+	if (cons == atomic_load_explicit(&r->sh->prod_skip, memory_order_relaxed))
+		cons = round_up(cons, r->size);
 	if (r->pos - cons > r->cap || cons - r->peer > r->cap)
 		return RING_CORRUPT;
 	r->peer = cons;
@@ -89,9 +113,29 @@ void ring_consume(struct ring_end *r, uint64_t n)
 	atomic_store_explicit(&r->sh->cons, r->pos, memory_order_release);
 }
 
+/* Looked at every RING_REWIND_AT bytes produced, so that streaming, which
+ * seldom finds the ring empty, reads the consumer's line no more than that. The
+ * gap and len together fit in the ring, as the empty ring had room for len. */
+static void rewind_if_empty(struct ring_end *r, size_t len)
+{
+	uint64_t off = r->pos & (r->size - 1), space;
+
+	if (r->pos < r->rewind_at)
+		return;
+	r->rewind_at = r->pos + RING_REWIND_AT;
+	if (off < RING_REWIND_AT || len > off || r->cap != r->size ||
+	    ring_space(r, &space) < 0 || space != r->cap)
+		return;
+	atomic_store_explicit(&r->sh->prod_skip, r->pos, memory_order_relaxed);
+	r->pos = round_up(r->pos, r->size);
+	r->peer = r->pos;
+	r->rewind_at = r->pos + RING_REWIND_AT;
+}
+
 void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
 		  size_t len)
 {
+	rewind_if_empty(r, len);
 	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1);
 	r->pos += len;
 	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);

@@ -44,6 +44,11 @@
  * sleeper gets to futex_wait() is not lost. */
 struct ring_shared {
 	_Alignas(RING_CACHELINE) _Atomic uint64_t prod;
+	/* Where the producer last rewound: finding the ring empty at this cursor,
+	 * it went on at the ring's start (the next multiple of its size), and the
+	 * bytes between carry nothing. A consumer at this cursor stands where one
+	 * at the ring's start would. */
+	_Atomic uint64_t prod_skip;
 	_Alignas(RING_CACHELINE) _Atomic uint32_t prod_wait;   /* producer waits for space */
 	_Atomic uint32_t prod_flags;
 	_Atomic uint32_t prod_how;    /* RING_WAKE_* for the producer's wait */
@@ -70,6 +75,7 @@ struct ring_end {
 	uint64_t pos;           /* our own cursor: prod if we produce, cons if we consume */
 	uint64_t peer;          /* last validated peer cursor */
 	uint32_t last_rung;     /* peer wait generation we already rang for */
+	uint64_t rewind_at;     /* producer: cursor from which it looks whether to rewind */
 };
 
 enum ring_err { RING_OK = 0, RING_CORRUPT = -1 };
@@ -92,7 +98,11 @@ static inline uint64_t ring_room(const struct ring_end *r)
 {
 	return r->cap - (r->pos - r->peer);
 }
-/* Copy len bytes from iov (after skipping iov_skip bytes) and publish them. */
+/* Copy len bytes from iov (after skipping iov_skip bytes) and publish them.
+ * A stream of small messages stays in the ring's first pages, warm in the
+ * caches, rather than walking all of it: past RING_REWIND_AT, a producer that
+ * finds the ring empty rewinds to its start (prod_skip). */
+#define RING_REWIND_AT (8u << 10)
 void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
 		  size_t len);
 

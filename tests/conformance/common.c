@@ -225,14 +225,30 @@ void cf_join(void)
         FAIL("peer exited with status %d", status);
 }
 
-int cf_serve(void (*client)(void *port))
+int cf_serve_late(void (*client)(void *port), long ms)
 {
     int l = cf_listen(AF_INET);
     uint16_t port = cf_port(l);
     cf_spawn(client, &port);
+    struct timespec late = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&late, &late) < 0 && errno == EINTR)
+        ;
     int s = cf_accept(l);
     close(l);
     return s;
+}
+
+int cf_serve(void (*client)(void *port))
+{
+    return cf_serve_late(client, 0);
+}
+
+void cf_expect_until_eof(int fd, const char *want, size_t n)
+{
+    char buf[256];
+    size_t got = cf_read_full(fd, buf, sizeof buf);
+    printf("read until EOF: %.*s\n", (int)got, buf);
+    CHECK(got == n && memcmp(buf, want, n) == 0);
 }
 
 void cf_post_u64(uint64_t v)

@@ -80,6 +80,10 @@ int cf_accept(int lfd);
 /* The usual shape: listen on 127.0.0.1, run client(&port) in the peer process, return the
  * accepted connection. */
 int cf_serve(void (*client)(void *port));
+/* The same, accepting only ms milliseconds after the peer started. */
+int cf_serve_late(void (*client)(void *port), long ms);
+/* Reads fd to its EOF (at most 256 bytes), prints it and insists on want[0..n). */
+void cf_expect_until_eof(int fd, const char *want, size_t n);
 
 /* The peer process. cf_spawn forks fn(arg) in a child (which dies with its parent);
  * cf_join reaps it, prints its output as "peer: ..." lines, and fails unless it exited 0.

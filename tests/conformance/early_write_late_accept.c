@@ -3,8 +3,6 @@
  * usmc-expect: accelerated data */
 #include "common.h"
 
-#include <time.h>
-
 #define TOTAL (1u << 20)
 
 static void client(void *arg)
@@ -21,13 +19,8 @@ static void client(void *arg)
 
 int main(void)
 {
-    const struct timespec late = {2, 0};
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    nanosleep(&late, NULL);
-    int s = cf_accept(l);
+    int s = cf_serve_late(client, 2000);
     uint64_t n = cf_recv_pattern(s, 1 << 16, 47);
     printf("server received %llu\n", (unsigned long long)n);
     CHECK(n == TOTAL);

@@ -7,8 +7,6 @@
  * usmc-fallbacks: 2 */
 #include "common.h"
 
-#include <time.h>
-
 static const char stream[] = "sender|receiver";
 
 static void client(void *arg)
@@ -36,16 +34,9 @@ static void client(void *arg)
 
 int main(void)
 {
-    char buf[64];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    nanosleep(&(struct timespec){0, 300000000}, NULL);
-    int s = cf_accept(l);
-    size_t n = cf_read_full(s, buf, sizeof buf);
-    printf("server read until EOF: %.*s\n", (int)n, buf);
-    CHECK(n == sizeof(stream) - 1 && memcmp(buf, stream, n) == 0);
+    int s = cf_serve_late(client, 300);
+    cf_expect_until_eof(s, stream, sizeof(stream) - 1);
     cf_write_all(s, "ok", 2);
     close(s);
     cf_join();

@@ -49,7 +49,7 @@ int main(void)
         fl_send_stream(b, false, 0, 100, 2);
         fl_recv_stream(b, false, 0, 100, 2);
         fl_arena_find(&ar);
-        size_t off = (size_t)((unsigned char *)fl_seg_find(&ar, 100, 100) - ar.base);
+        size_t off = (size_t)((unsigned char *)fl_seg_of(&ar, b, 100, 100) - ar.base);
         CHECK(shutdown(b, SHUT_WR) == 0);
         fl_expect_eof(b, false);
         CHECK(close(b) == 0);

@@ -140,7 +140,7 @@ static void client(const struct variant *v, uint16_t port, struct fl_chan *ch)
     round_trip(&c[A], false, ROUND_C2S, ROUND_S2C);
     round_trip(&c[B], false, 3 * ROUND_C2S, 3 * ROUND_S2C);
     fl_arena_find(&arena);
-    struct seg_hdr *h = fl_seg_find(&arena, c[A].c2s, c[A].s2c);
+    struct seg_hdr *h = fl_seg_of(&arena, c[A].fd, c[A].c2s, c[A].s2c);
     v->scribble(h);
     if (v->kind == TCP_BYTES)
         CHECK(syscall(SYS_sendto, c[A].fd, "tcp", 3, MSG_NOSIGNAL, NULL, 0) == 3);

@@ -1,5 +1,6 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "faults.h"
+#include "socktab.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -318,7 +319,7 @@ void fl_probe_accelerated(uint16_t port, size_t n)
     fl_expect_readable(fd, 10000, "echo to an accelerated probe connection");
     fl_recv_stream(fd, false, 0, n, 78);
     fl_arena_find(&a);
-    fl_seg_find(&a, n, n);
+    fl_seg_of(&a, fd, n, n);
     close(fd);
 }
 
@@ -724,20 +725,53 @@ void fl_arena_find(struct fl_arena *a)
         FAIL("no usmc arena in /proc/self/maps: the connection is not accelerated");
 }
 
-struct seg_hdr *fl_seg_find(const struct fl_arena *a, uint64_t c2s, uint64_t s2c)
+static bool carried(struct ring_shared *r, uint64_t n)
 {
-    /* Segments are carved from the start of the arena; the first ones are all we need, and
-     * reading further would only make the kernel allocate pages. */
-    size_t limit = a->size < (16u << 20) ? a->size : (16u << 20);
+    uint64_t prod = atomic_load(&r->prod);
 
-    for (size_t off = 0; off + SEG_HDR_SIZE <= limit; off += SEG_HDR_SIZE) {
+    return prod == n || (atomic_load(&r->prod_skip) && prod > n);
+}
+
+/* Where this process's socket table says fd's segment is; -1 without a table (its run
+ * directory was taken away). */
+static int64_t seg_off_of(const struct fl_arena *a, int fd)
+{
+    char dir[4096], prefix[32], path[4400];
+    struct socktab_slot sl;
+
+    snprintf(dir, sizeof(dir), "%s/socks", fl_rundir());
+    snprintf(prefix, sizeof(prefix), "%d-", (int)getpid());
+    if (!find_one(dir, prefix, "", path, sizeof(path)))
+        return -1;
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0 || pread(f, &sl, sizeof(sl), (off_t)(sizeof(struct socktab_hdr) +
+                                                   (size_t)fd * sizeof(sl))) != sizeof(sl))
+        FAIL("%s: slot of descriptor %d: %s", path, fd, fl_errname(errno));
+    close(f);
+    /* Pending: the client has not looked since the server attached. */
+    if ((sl.state != SOCKTAB_SHM && sl.state != SOCKTAB_PENDING) ||
+        sl.seg_off > a->size - SEG_HDR_SIZE)
+        FAIL("descriptor %d: not an accelerated connection (state %u)", fd, sl.state);
+    return (int64_t)sl.seg_off;
+}
+
+struct seg_hdr *fl_seg_of(const struct fl_arena *a, int fd, uint64_t c2s, uint64_t s2c)
+{
+    int64_t at = seg_off_of(a, fd);
+    /* Segments are carved from the start of the arena; without the table, the first ones
+     * are all we look at: reading further would only make the kernel allocate pages. */
+    size_t limit = at >= 0 || a->size < (16u << 20) ? a->size : (16u << 20);
+
+    for (size_t off = at < 0 ? 0 : (size_t)at; off + SEG_HDR_SIZE <= limit; off += SEG_HDR_SIZE) {
         struct seg_hdr *h = (struct seg_hdr *)(a->base + off);
         if (h->magic == SEG_MAGIC && atomic_load(&h->state) == SEG_ATTACHED &&
-            atomic_load(&h->ring[0].prod) == c2s && atomic_load(&h->ring[1].prod) == s2c)
+            carried(&h->ring[0], c2s) && carried(&h->ring[1], s2c))
             return h;
+        if (at >= 0)
+            break;
     }
-    FAIL("no attached segment carried %llu bytes to the server and %llu back",
-         (unsigned long long)c2s, (unsigned long long)s2c);
+    FAIL("descriptor %d: no attached segment carried %llu bytes to the server and %llu back",
+         fd, (unsigned long long)c2s, (unsigned long long)s2c);
 }
 
 /* ------------------------------------------------------------------ forged messages */

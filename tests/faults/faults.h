@@ -161,8 +161,11 @@ struct fl_arena {
     char file[96];
 };
 void fl_arena_find(struct fl_arena *a);
-/* The attached segment whose rings carried exactly c2s and s2c bytes. */
-struct seg_hdr *fl_seg_find(const struct fl_arena *a, uint64_t c2s, uint64_t s2c);
+/* The segment of this process's connection fd (where the process's socket table says, or
+ * without a table the first that matches), which must be attached and whose rings must have
+ * carried c2s and s2c bytes: exactly, or more where a ring rewound (ring.h), as the cursor
+ * then counts the gap too. */
+struct seg_hdr *fl_seg_of(const struct fl_arena *a, int fd, uint64_t c2s, uint64_t s2c);
 
 /* ---- forged control messages */
 /* A hand-made link group: a control connection to a listener's library, and an arena with

@@ -223,7 +223,7 @@ static void nobody(void)
         FAIL("the stage as nobody failed");
     fl_send_stream(a, false, ROUND, ROUND, 1);
     fl_recv_stream(a, false, ROUND, ROUND, 1);
-    fl_seg_find(&arena, 2 * ROUND, 2 * ROUND);
+    fl_seg_of(&arena, a, 2 * ROUND, 2 * ROUND);
     close(a);
     kill(s, SIGKILL);
     fl_reap(s);

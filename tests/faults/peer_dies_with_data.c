@@ -88,7 +88,7 @@ int main(int argc, char **argv)
     fl_wait(&ch); /* the server is attached and done */
     struct fl_arena a;
     fl_arena_find(&a);
-    fl_seg_find(&a, 1000, writer ? 0 : SENT);
+    fl_seg_of(&a, fd, 1000, writer ? 0 : SENT);
     if (!writer)
         fl_recv_stream(fd, false, 0, SENT, 2);
 

@@ -236,7 +236,7 @@ static _Noreturn void bystander(uint16_t port, struct fl_chan *ch)
     fl_send_stream(fd, false, ECHO, ECHO, BYSTANDER_SEED);
     fl_recv_stream(fd, false, ECHO, ECHO, BYSTANDER_SEED);
     fl_arena_find(&a);
-    fl_seg_find(&a, 2 * ECHO, 2 * ECHO);
+    fl_seg_of(&a, fd, 2 * ECHO, 2 * ECHO);
     fl_probe_accelerated(port, 5000);
     close(fd);
     _exit(0);

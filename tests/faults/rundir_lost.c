@@ -55,7 +55,7 @@ static void round_on_a(int fd, uint64_t *off)
     fl_recv_stream(fd, false, *off, ROUND, A_SEED);
     *off += ROUND;
     fl_arena_find(&a);
-    fl_seg_find(&a, *off, *off);
+    fl_seg_of(&a, fd, *off, *off);
 }
 
 /* A new connection with an exact echo; returns whether it was accelerated, and fails

@@ -50,7 +50,7 @@ static struct seg_hdr *attached(uint16_t port, size_t n, int *fd)
     fl_send_stream(*fd, false, 0, n, 9);
     fl_recv_stream(*fd, false, 0, n, 9);
     fl_arena_find(&a);
-    return fl_seg_find(&a, n, n);
+    return fl_seg_of(&a, *fd, n, n);
 }
 
 /* The memfd behind this process's arena, opened anew (an attached connection made first). */

@@ -7,6 +7,9 @@
  * a rejected one, and, as long as it accepted no forged cursor, deliver the
  * producer's bytes unchanged.
  *
+ * Rings reach 32 KiB, so that the producer rewinds (ring.h) when it finds one empty;
+ * a forged rewind mark counts as a lie once an end follows it.
+ *
  * Input: ring size exponent, capacity reduction (2 bytes), then operations of one
  * byte each with fixed-length arguments; bytes past the end read as zero. */
 #include "fuzz.h"
@@ -28,6 +31,7 @@ enum op {
 	OP_NUDGE_CONS,    /* delta:2, from the producer's cursor */
 	OP_SCRIBBLE,      /* which:1 value:4 on a wait or flags word */
 	OP_WAIT,          /* what:1 */
+	OP_FORGE_SKIP,    /* delta:2, from the consumer's cursor */
 	OP_COUNT
 };
 
@@ -54,6 +58,7 @@ struct world {
 	uint64_t size, cap;
 	struct ring_end prod, cons;
 	int prod_dead, cons_dead;
+	uint64_t skip;    /* the rewind mark the honest producer set last */
 	int tainted;      /* an end accepted a lie: the contents prove nothing any more */
 };
 
@@ -94,9 +99,28 @@ static unsigned char *piece_byte(struct iovec *iov, size_t k)
 	}
 }
 
+static uint64_t round_up(uint64_t cursor, uint64_t size)
+{
+	return (cursor + size - 1) & ~(size - 1);
+}
+
+/* Where an end at pos stands once it follows the rewind mark (ring.h): a forged mark
+ * followed is a lie accepted. */
+static uint64_t follow_skip(struct world *w, uint64_t pos)
+{
+	uint64_t skip = atomic_load(&w->sh->prod_skip);
+
+	if (pos != skip || round_up(skip, w->size) == skip)
+		return pos;
+	if (skip != w->skip)
+		w->tainted = 1;
+	return round_up(skip, w->size);
+}
+
 static void op_produce(struct world *w, struct input *in)
 {
-	uint64_t cons = atomic_load(&w->sh->cons), pos = w->prod.pos, peer = w->prod.peer, space;
+	uint64_t raw = atomic_load(&w->sh->cons), pos = w->prod.pos, peer = w->prod.peer, space;
+	uint64_t cons = follow_skip(w, raw);
 	int legal = cons >= peer && cons <= pos && pos - cons <= w->cap;
 	size_t len, skip;
 	struct iovec iov[PIECES];
@@ -114,31 +138,46 @@ static void op_produce(struct world *w, struct input *in)
 		w->tainted = 1; /* unread bytes may be overwritten */
 	len = (size_t)take(in, 2) % (space + 1);
 	skip = (size_t)take(in, 1) % SKIP_MAX;
+	/* The rewind's rule: looked at every RING_REWIND_AT bytes, taken when the ring is
+	 * empty, long, and the bytes fit before the mark. */
+	uint64_t off = pos & (w->size - 1);
+	int rewind = pos >= w->prod.rewind_at && off >= RING_REWIND_AT && len <= off &&
+		     w->cap == w->size && cons == pos;
+	uint64_t at = rewind ? round_up(pos, w->size) : pos;
 	n = pieces_alloc(iov, in, skip + len);
 	for (size_t k = 0; k < skip + len; k++)
-		*piece_byte(iov, k) = k < skip ? JUNK_IN : stream_byte(pos + k - skip);
+		*piece_byte(iov, k) = k < skip ? JUNK_IN : stream_byte(at + k - skip);
 	ring_produce(&w->prod, iov, n, skip, len);
-	FUZZ_ASSERT(w->prod.pos == pos + len);
-	FUZZ_ASSERT(atomic_load(&w->sh->prod) == pos + len);
+	FUZZ_ASSERT(w->prod.pos == at + len);
+	FUZZ_ASSERT(atomic_load(&w->sh->prod) == at + len);
+	if (rewind) {
+		FUZZ_ASSERT(atomic_load(&w->sh->prod_skip) == pos);
+		w->skip = pos;
+	}
 	pieces_free(iov, n);
 }
 
 static void op_consume(struct world *w, struct input *in)
 {
 	uint64_t prod = atomic_load(&w->sh->prod), pos = w->cons.pos, peer = w->cons.peer, avail;
-	uint64_t published;
+	uint64_t published, stood = pos;
+
+	FUZZ_ASSERT(peer >= pos);
+	/* The mark is followed only once the producer is past the gap. */
+	if (prod - round_up(pos, w->size) <= w->size)
+		pos = follow_skip(w, pos);
 	int legal = prod >= peer && prod - pos <= w->size;
 	size_t skip, len, iov_skip, got, n;
 	struct iovec iov[PIECES];
 	int cnt;
 
-	FUZZ_ASSERT(peer >= pos);
 	FUZZ_ASSERT(ring_avail(&w->cons, &avail) == (legal ? RING_OK : RING_CORRUPT));
 	if (!legal) {
-		FUZZ_ASSERT(w->cons.peer == peer);
+		FUZZ_ASSERT(w->cons.peer == peer && w->cons.pos == stood);
 		w->cons_dead = 1;
 		return;
 	}
+	FUZZ_ASSERT(w->cons.pos == pos);
 	FUZZ_ASSERT(avail == prod - pos);
 	FUZZ_ASSERT(w->cons.peer == prod);
 	if (prod > w->prod.pos)
@@ -207,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct input in = { data, size };
 	struct world w = { 0 };
 
-	w.size = 1ull << (3 + take(&in, 1) % 10);
+	w.size = 1ull << (3 + take(&in, 1) % 13);
 	w.cap = w.size - take(&in, 2) % w.size;
 	w.sh = aligned_alloc(RING_CACHELINE, sizeof(*w.sh));
 	w.data = malloc(w.size);
@@ -243,6 +282,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_SCRIBBLE:
 			op_scribble(&w, &in);
+			break;
+		case OP_FORGE_SKIP:
+			atomic_store(&w.sh->prod_skip,
+				     w.cons.pos + (uint64_t)(int64_t)(int16_t)take(&in, 2));
 			break;
 		default:
 			op_wait(&w, &in);
@@ -305,4 +348,13 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 		}
 		emit(s.b, s.n);
 	}
+	/* A 32 KiB ring with 1000-byte messages read one by one: the producer rewinds. */
+	struct seed s = { .n = 0 };
+	put(&s, 1, 12);
+	put(&s, 2, 0);
+	for (int i = 0; i < 20; i++) {
+		put_produce(&s, 1000);
+		put_consume(&s, 1000);
+	}
+	emit(s.b, s.n);
 }

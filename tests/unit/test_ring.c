@@ -99,6 +99,7 @@ static uint64_t transfer_random(uint64_t size, uint64_t cap, size_t total, unsig
 	unsigned char *stage = malloc(SKIP_MAX + size);
 	struct iovec iov[IOV_TEST_MAX];
 	size_t sent = 0, recvd = 0;
+	uint64_t gaps = 0, passed = 0; /* rewinds' gaps: made by the producer, passed by the consumer */
 	long steps = 0;
 
 	if (!ref || !stage)
@@ -120,12 +121,16 @@ static uint64_t transfer_random(uint64_t size, uint64_t cap, size_t total, unsig
 		memset(stage, 0xee, skip);
 		memcpy(stage + skip, ref + sent, n);
 		cnt = scatter(iov, IOV_TEST_MAX, stage, skip + n, rs);
+		uint64_t at = p.prod.pos;
 		ring_produce(&p.prod, iov, cnt, skip, n);
+		gaps += p.prod.pos - at - n;
 		sent += n;
-		CHECK_EQ(atomic_load(&p.sh.prod), sent);
+		CHECK_EQ(atomic_load(&p.sh.prod), sent + gaps);
 
+		at = p.cons.pos;
 		if (!CHECK_EQ(ring_avail(&p.cons, &avail), RING_OK) || !CHECK_EQ(avail, sent - recvd))
 			break;
+		passed += p.cons.pos - at;
 		n = (size_t)nrand48(rs) % (avail + 1);
 		skip = (size_t)nrand48(rs) % SKIP_MAX;
 		memset(stage, 0x11, skip + n);
@@ -136,9 +141,10 @@ static uint64_t transfer_random(uint64_t size, uint64_t cap, size_t total, unsig
 			CHECK_EQ(stage[i], 0x11);
 		ring_consume(&p.cons, n);
 		recvd += n;
-		CHECK_EQ(atomic_load(&p.sh.cons), recvd);
+		CHECK_EQ(atomic_load(&p.sh.cons), recvd + passed);
 	}
 	CHECK_EQ(recvd, total);
+	CHECK(passed <= gaps);
 	pair_free(&p);
 	free(stage);
 	free(ref);
@@ -218,6 +224,56 @@ static void test_capacity_limit(void)
 	ring_consume(&p.cons, 10);
 	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
 	CHECK_EQ(space, 10);
+	pair_free(&p);
+}
+
+/* Small messages on a large ring, each read before the next: past RING_REWIND_AT the
+ * producer finds the ring empty and goes back to its start, the consumer follows, and the
+ * gap between costs the producer no room. */
+static void test_rewind(void)
+{
+	struct pair p;
+	unsigned char msg[200], got[200];
+	struct iovec in = { got, sizeof(got) };
+	uint64_t v, top = 0;
+
+	pair_init(&p, 1 << 16, 1 << 16);
+	for (int i = 0; i < 1000; i++) {
+		memset(msg, i, sizeof(msg));
+		put(&p, msg, sizeof(msg));
+		uint64_t off = (p.prod.pos - sizeof(msg)) & ((1 << 16) - 1);
+		if (off > top)
+			top = off;
+		CHECK_EQ(ring_space(&p.prod, &v), RING_OK);
+		CHECK_EQ(v, (1 << 16) - sizeof(msg));
+		CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+		CHECK_EQ(v, sizeof(msg));
+		CHECK_EQ(ring_peek(&p.cons, 0, &in, 1, 0, sizeof(got)), sizeof(got));
+		CHECK(memcmp(got, msg, sizeof(msg)) == 0);
+		ring_consume(&p.cons, sizeof(msg));
+	}
+	/* 200 000 bytes went through the first RING_REWIND_AT and one message of it. */
+	CHECK(top < RING_REWIND_AT + sizeof(msg));
+	CHECK(p.prod.pos > 200000);
+
+	/* Streaming: a ring that is never empty when the producer looks is not rewound. */
+	uint64_t at = p.prod.pos;
+	put(&p, msg, sizeof(msg));
+	for (int i = 0; i < 100; i++) {
+		put(&p, msg, sizeof(msg));
+		CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+		ring_consume(&p.cons, sizeof(msg));
+	}
+	CHECK_EQ(p.prod.pos, at + 101 * sizeof(msg));
+
+	/* A rewind announced before its bytes: the consumer does not follow it yet. */
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	ring_consume(&p.cons, v);
+	uint64_t stand = p.cons.pos;
+	atomic_store(&p.sh.prod_skip, stand);
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	CHECK_EQ(v, 0);
+	CHECK_EQ(p.cons.pos, stand);
 	pair_free(&p);
 }
 
@@ -576,6 +632,7 @@ int main(void)
 	RUN(test_wrap_with_small_cap);
 	RUN(test_peek_skip);
 	RUN(test_capacity_limit);
+	RUN(test_rewind);
 	RUN(test_prod_cursor_checks);
 	RUN(test_cons_cursor_checks);
 	RUN(test_cap_raised);

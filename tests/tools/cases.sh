@@ -90,12 +90,13 @@ case_ss_accelerated() {
     expect "text lines" "$(sockets | tail -n +2 | awk '{ print $NF }' | sort | uniq -c | xargs)" "2 SMCD"
     expect "text listening" "$(sockets -l | tail -n +2 | awk '{ print $1, $3 }')" "LISTEN $s"
 
-    # The cursors come from the live segment: the 4-byte header and 100000 bytes each way.
+    # The cursors come from the live segment: the 4-byte header and 100000 bytes each way, all
+    # read (a ring that rewound counts the gap it left in its cursors too, so: at least that).
     usmc_json ss "$j" ss --rundir "$RD" -d
-    expect "client rings" "$(jget "$j" '[(x["detail"]["tx_ring_size"], x["detail"]["segment"]["state"], x["detail"]["segment"]["tx"]["prod"], x["detail"]["segment"]["tx"]["cons"], x["detail"]["segment"]["rx"]["prod"]) for x in d["sockets"] if x["side"] == "client"]')" \
-        "[(65536, 'attached', 100004, 100004, 100000)]"
-    expect "server rings" "$(jget "$j" '[(x["detail"]["rx_ring_size"], x["detail"]["segment"]["rx"]["cons"], x["detail"]["segment"]["tx"]["prod"]) for x in d["sockets"] if x["side"] == "server"]')" \
-        "[(65536, 100004, 100000)]"
+    expect "client rings" "$(jget "$j" '[(x["detail"]["tx_ring_size"], x["detail"]["segment"]["state"], x["detail"]["segment"]["tx"]["prod"] >= 100004, x["detail"]["segment"]["tx"]["prod"] == x["detail"]["segment"]["tx"]["cons"], x["detail"]["segment"]["rx"]["prod"] >= 100000) for x in d["sockets"] if x["side"] == "client"]')" \
+        "[(65536, 'attached', True, True, True)]"
+    expect "server rings" "$(jget "$j" '[(x["detail"]["rx_ring_size"], x["detail"]["segment"]["rx"]["cons"] >= 100004, x["detail"]["segment"]["tx"]["prod"] >= 100000) for x in d["sockets"] if x["side"] == "server"]')" \
+        "[(65536, True, True)]"
     expect "text -d" "$(sockets -d | grep -c ' attached tx:')" 2
 
     # A killed process disappears, with its table.

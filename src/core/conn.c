@@ -698,6 +698,20 @@ int conn_arm(struct usock *s, int fd, short events)
 	return shm_ready(s, &tx, &rx, events) != 0;
 }
 
+void conn_stamp(struct usock *s, short events, struct conn_stamp *st)
+{
+	*st = (struct conn_stamp){0};
+	if (s->connected && conn_accel(s)) {
+		if (events & (POLLIN | POLLRDHUP))
+			st->rx_prod = atomic_load_explicit(&s->rx.sh->prod, memory_order_acquire);
+		if (events & POLLOUT)
+			st->tx_cons = atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire);
+		st->rx_flags = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
+		st->tx_flags = atomic_load_explicit(&s->tx.sh->cons_flags, memory_order_acquire);
+	}
+	st->tcp_event = (uint32_t)atomic_load(&s->tcp_event);
+}
+
 void conn_disarm(struct usock *s, short events)
 {
 	/* An epoll registration relies on the arm staying in place. */

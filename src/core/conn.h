@@ -135,6 +135,19 @@ short conn_poll_prepare(struct usock *s, short events);
 short conn_revents(struct usock *s, int fd, short events, short tcp_revents);
 int conn_arm(struct usock *s, int fd, short events);
 void conn_disarm(struct usock *s, short events);
+/* What has happened on a connection so far, as far as readiness for events can
+ * tell: the peer's cursors for the directions asked for, its flags, and whether
+ * the TCP socket spoke. Any such event makes it change; it never changes back. */
+struct conn_stamp {
+	uint64_t rx_prod, tx_cons;
+	uint32_t rx_flags, tx_flags, tcp_event;
+};
+void conn_stamp(struct usock *s, short events, struct conn_stamp *st);
+static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_stamp *b)
+{
+	return a->rx_prod == b->rx_prod && a->tx_cons == b->tx_cons && a->rx_flags == b->rx_flags &&
+	       a->tx_flags == b->tx_flags && a->tcp_event == b->tcp_event;
+}
 /* An event loop (poll, select, epoll) about to sleep after arming its doorbells
  * spins first, as a blocking call does: look() makes a wait that returns at once
  * (it sees every doorbell rung and the application's own descriptors) and is

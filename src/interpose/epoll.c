@@ -39,6 +39,11 @@ struct epreg {
 	int queued;         /* on sh->ready */
 	uint64_t reported;  /* the wait call that last reported it */
 	int plain;          /* the socket fell back: move it to the real instance */
+	/* Edge-triggered and reported, not armed yet: the next wait looks whether
+	 * anything happened since (stamp), which costs the peer no ring while the
+	 * application is busy with what it was given. */
+	int unarmed;
+	struct conn_stamp stamp;
 	struct epreg *ready_next, *sock_next, *all_next;
 	struct epreg **all_pprev;   /* what points at it in sh->all: unlinking is O(1) */
 };
@@ -223,6 +228,10 @@ static void check_now(struct epshadow *sh, struct epreg *r)
 {
 	short want = (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 
+	/* Under the ready list's lock: a spinning waiter reads it there. */
+	pthread_mutex_lock(&sh->ready_lock);
+	r->unarmed = 0;
+	pthread_mutex_unlock(&sh->ready_lock);
 	if (conn_revents(r->s, r->fd, want, conn_tcp_state(r->s, r->fd)) ||
 	    conn_arm(r->s, r->fd, want) || !conn_accel(r->s)) {
 		ready_push(sh, r);
@@ -422,8 +431,11 @@ static void harvest(struct epshadow *sh)
 	} while (n == 64);
 }
 
-/* Reports ready sockets into out[0..max). Called with sh->lock held. */
-static int collect(struct epshadow *sh, struct epoll_event *out, int max)
+/* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
+ * caller is about to sleep, so the edge-triggered registrations left unarmed
+ * that saw nothing new are armed now (else they stay on the ready list, looked
+ * at by stamp). */
+static int collect(struct epshadow *sh, struct epoll_event *out, int max, int arm)
 {
 	struct epreg *list, *keep = NULL, *r;
 	int n = 0;
@@ -451,6 +463,26 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 		struct usock *s = r->s;
 		short want = (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI |
 						  EPOLLRDNORM | EPOLLWRNORM));
+		/* Taken before looking: whatever happens after it is news at the
+		 * next wait. */
+		struct conn_stamp seen;
+		if (r->events & EPOLLET)
+			conn_stamp(s, want, &seen);
+		if (r->unarmed && conn_stamp_same(&seen, &r->stamp)) {
+			if (!arm) {
+				r->ready_next = keep;
+				keep = r;
+				continue;
+			}
+			/* Armed before the stamp: what happens after it rings. */
+			conn_arm(s, r->fd, want);
+			conn_stamp(s, want, &seen);
+			if (conn_stamp_same(&seen, &r->stamp)) {
+				r->unarmed = 0;
+				continue;
+			}
+		}
+		r->unarmed = 0;
 		short got = conn_revents(s, r->fd, want, conn_tcp_state(s, r->fd));
 		if (!conn_accel(s)) {
 			reg_to_real(sh, r);
@@ -478,7 +510,10 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max)
 		if (r->events & EPOLLONESHOT) {
 			r->disabled = 1;
 		} else if (r->events & EPOLLET) {
-			conn_arm(s, r->fd, want);
+			r->unarmed = 1;
+			r->stamp = seen;
+			r->ready_next = keep;
+			keep = r;
 		} else {
 			r->ready_next = keep;
 			keep = r;
@@ -497,12 +532,33 @@ struct look {
 	int maxevents;
 };
 
+/* Whether an edge-triggered registration left unarmed saw something since it
+ * was reported: its peer rings nothing for it. */
+static int unarmed_news(struct epshadow *sh)
+{
+	int news = 0;
+	struct conn_stamp now;
+
+	pthread_mutex_lock(&sh->ready_lock);
+	for (struct epreg *r = sh->ready; r && !news; r = r->ready_next)
+		if (r->unarmed) {
+			conn_stamp(r->s, (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP)), &now);
+			news = !conn_stamp_same(&now, &r->stamp);
+		}
+	pthread_mutex_unlock(&sh->ready_lock);
+	return news;
+}
+
+#define LOOK_NEWS (-2)
+
 /* The application's instance, without sleeping: its own descriptors, and the
- * marker when a doorbell rang. */
+ * marker when a doorbell rang; LOOK_NEWS for news on an unarmed registration. */
 static int look_now(void *arg)
 {
 	struct look *l = arg;
-	return real.epoll_pwait(l->sh->epfd, l->events, l->maxevents, 0, NULL);
+	int n = real.epoll_pwait(l->sh->epfd, l->events, l->maxevents, 0, NULL);
+
+	return n == 0 && unarmed_news(l->sh) ? LOOK_NEWS : n;
 }
 
 static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxevents,
@@ -517,7 +573,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		pthread_mutex_lock(&sh->lock);
 		sh->wait_seq++;
 		sh->recheck = 0;
-		int n = collect(sh, events, maxevents);
+		int n = collect(sh, events, maxevents, 0);
 		int recheck = sh->recheck;
 		pthread_mutex_unlock(&sh->lock);
 
@@ -528,6 +584,21 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		 * one, go straight to the real wait. */
 		struct look l = {sh, events + n, maxevents - n};
 		int m = sigmask ? 0 : conn_busy_wait(look_now, &l, tmo);
+		if (m == LOOK_NEWS) {
+			atomic_fetch_sub(&sh->sleepers, 1);
+			continue;
+		}
+		if (!m && tmo) {
+			/* Going to sleep: every registration must be armed first. */
+			pthread_mutex_lock(&sh->lock);
+			n = collect(sh, events, maxevents, 1);
+			recheck = sh->recheck;
+			pthread_mutex_unlock(&sh->lock);
+			if (n)
+				tmo = 0;
+			else if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
+				tmo = CONN_PENDING_RECHECK_MS;
+		}
 		if (!m)
 			m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
 		atomic_fetch_sub(&sh->sleepers, 1);
@@ -543,7 +614,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		if (marker) {
 			pthread_mutex_lock(&sh->lock);
 			harvest(sh);
-			kept += collect(sh, events + kept, maxevents - kept);
+			kept += collect(sh, events + kept, maxevents - kept, 0);
 			pthread_mutex_unlock(&sh->lock);
 		}
 		if (kept || tmo == 0)

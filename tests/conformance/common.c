@@ -243,12 +243,24 @@ int cf_serve(void (*client)(void *port))
     return cf_serve_late(client, 0);
 }
 
-void cf_expect_until_eof(int fd, const char *want, size_t n)
+void cf_expect_ok(int fd)
+{
+    char buf[8];
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    size_t n = cf_read_full(fd, buf, sizeof buf);
+    printf("client got %.*s\n", (int)n, buf);
+    CHECK(n == 2 && memcmp(buf, "ok", 2) == 0);
+    close(fd);
+}
+
+void cf_answer_ok(int fd, const char *want, size_t n)
 {
     char buf[256];
     size_t got = cf_read_full(fd, buf, sizeof buf);
     printf("read until EOF: %.*s\n", (int)got, buf);
     CHECK(got == n && memcmp(buf, want, n) == 0);
+    cf_write_all(fd, "ok", 2);
+    close(fd);
 }
 
 void cf_post_u64(uint64_t v)

@@ -82,8 +82,11 @@ int cf_accept(int lfd);
 int cf_serve(void (*client)(void *port));
 /* The same, accepting only ms milliseconds after the peer started. */
 int cf_serve_late(void (*client)(void *port), long ms);
-/* Reads fd to its EOF (at most 256 bytes), prints it and insists on want[0..n). */
-void cf_expect_until_eof(int fd, const char *want, size_t n);
+/* An exchange the server ends with "ok". The client's end: shuts down writing, reads to
+ * EOF, insists on "ok", closes. The server's: reads to EOF (at most 256 bytes), prints it,
+ * insists on want[0..n), answers "ok" and closes. */
+void cf_expect_ok(int fd);
+void cf_answer_ok(int fd, const char *want, size_t n);
 
 /* The peer process. cf_spawn forks fn(arg) in a child (which dies with its parent);
  * cf_join reaps it, prints its output as "peer: ..." lines, and fails unless it exited 0.

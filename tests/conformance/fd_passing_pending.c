@@ -11,7 +11,6 @@ static const char stream[] = "sender|receiver";
 
 static void client(void *arg)
 {
-    char buf[8];
     int pair[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
     pid_t receiver = cf_fork();
@@ -20,9 +19,8 @@ static void client(void *arg)
         close(pair[0]);
         cf_recv_fds(pair[1], &fd, 1);
         cf_write_all(fd, stream + 7, sizeof(stream) - 8);
-        CHECK(shutdown(fd, SHUT_WR) == 0);
-        size_t n = cf_read_full(fd, buf, sizeof buf);
-        _exit(n == 2 && memcmp(buf, "ok", 2) == 0 ? 0 : 1);
+        cf_expect_ok(fd);
+        _exit(0);
     }
     close(pair[1]);
     int fd = cf_connect(AF_INET, *(uint16_t *)arg);
@@ -35,10 +33,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int s = cf_serve_late(client, 300);
-    cf_expect_until_eof(s, stream, sizeof(stream) - 1);
-    cf_write_all(s, "ok", 2);
-    close(s);
+    cf_answer_ok(cf_serve_late(client, 300), stream, sizeof(stream) - 1);
     cf_join();
     return 0;
 }

@@ -116,7 +116,7 @@ static void ring_peer(struct usock *s)
 static void bell_take(struct usock *s, int bell)
 {
 	s->bell = bell;
-	s->bells_drained = 0u - BELL_DRAIN_AT;
+	atomic_store_explicit(&s->bells_drained, 0u - BELL_DRAIN_AT, memory_order_relaxed);
 }
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
@@ -623,9 +623,9 @@ void conn_bell_rang(struct usock *s, const void *except)
 	/* Read before emptying: rings counted after this may be emptied too,
 	 * and so are counted twice, which only makes the next emptying early. */
 	uint32_t n = atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire);
-	if (n - s->bells_drained < BELL_DRAIN_AT)
+	if (n - atomic_load_explicit(&s->bells_drained, memory_order_relaxed) < BELL_DRAIN_AT)
 		return;
-	s->bells_drained = n;
+	atomic_store_explicit(&s->bells_drained, n, memory_order_relaxed);
 	conn_bell_clear(s, except);
 }
 

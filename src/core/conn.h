@@ -67,7 +67,9 @@ struct usock {
 	 * futexes): a socket pair, so the one descriptor both sleeps (the peer's
 	 * rings arrive on it) and rings the peer (what we send arrives on theirs). */
 	int bell;
-	uint32_t bells_drained;     /* the peer's prod_bells when we last emptied it */
+	/* The peer's prod_bells when we last emptied it (epoll sets of several
+	 * threads may look at once: a lost update only empties it early). */
+	_Atomic uint32_t bells_drained;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
 	/* listener */

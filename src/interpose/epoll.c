@@ -431,6 +431,13 @@ static void harvest(struct epshadow *sh)
 	} while (n == 64);
 }
 
+/* The events a registration asks the rings about. */
+static short reg_want(const struct epreg *r)
+{
+	return (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLRDNORM |
+				    EPOLLWRNORM));
+}
+
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
  * caller is about to sleep, so the edge-triggered registrations left unarmed
  * that saw nothing new are armed now (else they stay on the ready list, looked
@@ -461,8 +468,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			continue;
 		}
 		struct usock *s = r->s;
-		short want = (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI |
-						  EPOLLRDNORM | EPOLLWRNORM));
+		short want = reg_want(r);
 		/* Taken before looking: whatever happens after it is news at the
 		 * next wait. */
 		struct conn_stamp seen;
@@ -542,7 +548,7 @@ static int unarmed_news(struct epshadow *sh)
 	pthread_mutex_lock(&sh->ready_lock);
 	for (struct epreg *r = sh->ready; r && !news; r = r->ready_next)
 		if (r->unarmed) {
-			conn_stamp(r->s, (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP)), &now);
+			conn_stamp(r->s, reg_want(r), &now);
 			news = !conn_stamp_same(&now, &r->stamp);
 		}
 	pthread_mutex_unlock(&sh->ready_lock);

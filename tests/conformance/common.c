@@ -225,11 +225,17 @@ void cf_join(void)
         FAIL("peer exited with status %d", status);
 }
 
-int cf_serve_late(void (*client)(void *port), long ms)
+int cf_listen_spawn(void (*client)(void *port))
 {
     int l = cf_listen(AF_INET);
     uint16_t port = cf_port(l);
     cf_spawn(client, &port);
+    return l;
+}
+
+int cf_serve_late(void (*client)(void *port), long ms)
+{
+    int l = cf_listen_spawn(client);
     struct timespec late = {ms / 1000, (ms % 1000) * 1000000};
     while (nanosleep(&late, &late) < 0 && errno == EINTR)
         ;

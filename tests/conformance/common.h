@@ -80,7 +80,9 @@ int cf_accept(int lfd);
 /* The usual shape: listen on 127.0.0.1, run client(&port) in the peer process, return the
  * accepted connection. */
 int cf_serve(void (*client)(void *port));
-/* The same, accepting only ms milliseconds after the peer started. */
+/* Listens on 127.0.0.1, runs client(&port) in the peer process, returns the listener. */
+int cf_listen_spawn(void (*client)(void *port));
+/* cf_serve, accepting only ms milliseconds after the peer started. */
 int cf_serve_late(void (*client)(void *port), long ms);
 /* An exchange the server ends with "ok". The client's end: shuts down writing, reads to
  * EOF, insists on "ok", closes. The server's: reads to EOF (at most 256 bytes), prints it,

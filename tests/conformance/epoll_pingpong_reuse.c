@@ -52,9 +52,7 @@ int main(void)
 {
     char buf[4];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     for (int c = 0; c < CONNS; c++) {
         int s = cf_accept(l);
         int ep = epoll_create1(EPOLL_CLOEXEC);

@@ -50,7 +50,7 @@ static void remove_at(struct bellcache *c, struct bell_slot *s)
 	c->tab[hole].used = 0;
 }
 
-int bellcache_put(struct bellcache *c, uint64_t key, int fd)
+int bellcache_put(struct bellcache *c, uint64_t key, int fd, uint32_t unread)
 {
 	if ((c->n + 1) * 2 > c->cap && grow(c) < 0)
 		return -1;
@@ -62,10 +62,11 @@ int bellcache_put(struct bellcache *c, uint64_t key, int fd)
 	s->used = 1;
 	s->key = key;
 	s->fd = fd;
+	s->unread = unread;
 	return 0;
 }
 
-int bellcache_take(struct bellcache *c, uint64_t key)
+int bellcache_take(struct bellcache *c, uint64_t key, uint32_t *unread)
 {
 	if (!c->cap)
 		return -1;
@@ -73,13 +74,15 @@ int bellcache_take(struct bellcache *c, uint64_t key)
 	if (!s->used)
 		return -1;
 	int fd = s->fd;
+	if (unread)
+		*unread = s->unread;
 	remove_at(c, s);
 	return fd;
 }
 
 void bellcache_drop(struct bellcache *c, uint64_t key)
 {
-	int fd = bellcache_take(c, key);
+	int fd = bellcache_take(c, key, NULL);
 
 	if (fd >= 0)
 		real.close(fd);

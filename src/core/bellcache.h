@@ -11,6 +11,7 @@ struct bell_slot {
 	uint64_t key;
 	int used;
 	int fd;
+	uint32_t unread;        /* rings it may hold (seg_loc.bell_unread) */
 };
 
 struct bellcache {
@@ -23,11 +24,12 @@ static inline uint64_t bellcache_key(uint32_t arena_id, uint64_t seg_off)
 	return (uint64_t)arena_id << 32 | seg_off >> 12;
 }
 
-/* Keeps fd for key, closing any kept before. Returns -1 if out of memory (the
- * caller still owns fd). */
-int bellcache_put(struct bellcache *c, uint64_t key, int fd);
-/* The fd kept for key, now the caller's; -1 if there is none. */
-int bellcache_take(struct bellcache *c, uint64_t key);
+/* Keeps fd, which may hold unread rings, for key, closing any kept before.
+ * Returns -1 if out of memory (the caller still owns fd). */
+int bellcache_put(struct bellcache *c, uint64_t key, int fd, uint32_t unread);
+/* The fd kept for key, now the caller's, and its unread count if asked; -1 if
+ * there is none. */
+int bellcache_take(struct bellcache *c, uint64_t key, uint32_t *unread);
 /* Closes whatever is kept for key. */
 void bellcache_drop(struct bellcache *c, uint64_t key);
 /* Closes everything and frees the table. */

@@ -110,13 +110,20 @@ static void ring_peer(struct usock *s)
  * the peer's to write: one that lies only makes us empty the doorbell more
  * often, or fills it so that its own rings go unheard. */
 #define BELL_DRAIN_AT 32u
+/* Rings a peer may still make after we counted its rings for the last time
+ * (one per wait word of ours it found armed): counted as unread all the same. */
+#define BELL_LATE_RINGS 2u
 
-/* A doorbell end joins a connection. It may come from a cache, holding rings
- * meant for the connection before: the first epoll wake-up empties it. */
+/* A doorbell end joins a connection (s->seg is set). Kept from the segment's
+ * connection before, it may hold rings meant for that one: they count as rung
+ * for this one, so the doorbell is emptied early enough, and short connections
+ * on a reused segment need not empty it at all. */
 static void bell_take(struct usock *s, int bell)
 {
+	uint32_t unread = s->seg.bell_unread < BELL_DRAIN_AT ? s->seg.bell_unread : BELL_DRAIN_AT;
+
 	s->bell = bell;
-	atomic_store_explicit(&s->bells_drained, 0u - BELL_DRAIN_AT, memory_order_relaxed);
+	atomic_store_explicit(&s->bells_drained, 0u - unread, memory_order_relaxed);
 }
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
@@ -190,6 +197,10 @@ static void shm_teardown(struct usock *s, int clean)
 
 	if (!clean || !s->seg.hdr)
 		close_bell(s);
+	else if (s->rx.sh)
+		s->seg.bell_unread = atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire) -
+				     atomic_load_explicit(&s->bells_drained, memory_order_relaxed) +
+				     BELL_LATE_RINGS;
 	if (s->seg.hdr)
 		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT, clean ? bell : -1);
 	s->bell = -1;
@@ -389,7 +400,6 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	stat_accel(SIDE_SERVER, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 	/* The client may already sleep for data or for room in its pending window. */
-	notify_data(s);
 	notify_space(s);
 }
 
@@ -611,6 +621,12 @@ void conn_bell_clear(struct usock *s, const void *except)
 {
 	if (s->bell < 0)
 		return;
+	/* Read before emptying: rings counted after this may be emptied too,
+	 * and so are counted twice, which only makes the next emptying early. */
+	if (s->rx.sh)
+		atomic_store_explicit(&s->bells_drained,
+				      atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire),
+				      memory_order_relaxed);
 	dev->doorbell_clear(s->bell);
 	if (s->regs)
 		epoll_sock_rang(s, except);
@@ -620,13 +636,9 @@ void conn_bell_rang(struct usock *s, const void *except)
 {
 	if (s->bell < 0 || !conn_accel(s))
 		return;
-	/* Read before emptying: rings counted after this may be emptied too,
-	 * and so are counted twice, which only makes the next emptying early. */
 	uint32_t n = atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire);
-	if (n - atomic_load_explicit(&s->bells_drained, memory_order_relaxed) < BELL_DRAIN_AT)
-		return;
-	atomic_store_explicit(&s->bells_drained, n, memory_order_relaxed);
-	conn_bell_clear(s, except);
+	if (n - atomic_load_explicit(&s->bells_drained, memory_order_relaxed) >= BELL_DRAIN_AT)
+		conn_bell_clear(s, except);
 }
 
 void conn_note_tcp_event(struct usock *s)
@@ -1461,7 +1473,7 @@ struct usock *conn_import(const struct conn_export *in)
 		goto fail;
 	s->server = x.server;
 	s->seg = (struct seg_loc){NULL, a, x.seg_off, x.seg_size, {x.ring_size[0], x.ring_size[1]},
-				  (struct seg_hdr *)(a->base + x.seg_off)};
+				  (struct seg_hdr *)(a->base + x.seg_off), SEG_BELL_UNKNOWN};
 	a = NULL;
 	rings_setup(s);
 	s->tx.pos = x.tx_pos;

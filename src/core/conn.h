@@ -192,7 +192,11 @@ static inline int conn_accel(struct usock *s)
 	return m == MODE_SHM || m == MODE_PENDING;
 }
 
-
+/* The TCP socket reported a FIN, an RST or an error (conn_note_tcp_event()). */
+static inline int conn_tcp_news(struct usock *s)
+{
+	return atomic_load_explicit(&s->tcp_event, memory_order_relaxed);
+}
 
 /* The TCP socket's own poll state, without a system call while nothing happened
  * on it (it carries no data, so only FIN, RST and errors can change it). */

@@ -179,18 +179,21 @@ static struct seg_ref *seg_take_free(struct lgr *g, uint64_t size)
 }
 
 /* Called with g->lock held. bell gets the doorbell end kept with a reused
- * segment, or -1. */
-static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off, int *bell)
+ * segment, or -1, and unread the rings it may hold. */
+static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *off, int *bell,
+		     uint32_t *unread)
 {
 	struct seg_ref *r = seg_take_free(g, size);
 	struct arena *a;
 
 	*bell = -1;
+	*unread = 0;
 	if (r) {
 		struct seg_hdr *h = (struct seg_hdr *)(r->arena->base + r->off);
 		*ap = r->arena;
 		*off = r->off;
 		*bell = r->bell;
+		*unread = r->bell_unread;
 		if (!(atomic_load(&h->released) & SEG_REL_BELL_KEPT))
 			bell_close(bell);
 		free(r);
@@ -243,15 +246,18 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	struct arena *a;
 	uint64_t off, size = seg_bytes(ring_size);
 	int fds[CLC_FD_MAX], nfds = 1, theirs = -1, e;
+	uint32_t unread;
 
 	pthread_mutex_lock(&g->lock);
 	if (g->dead) {
 		pthread_mutex_unlock(&g->lock);
 		return -EPIPE;
 	}
-	e = seg_carve(g, size, &a, &off, bell);
-	if (!e && *bell < 0)
+	e = seg_carve(g, size, &a, &off, bell, &unread);
+	if (!e && *bell < 0) {
+		unread = 0;
 		e = bell_new(bell, &theirs);
+	}
 	if (e) {
 		pthread_mutex_unlock(&g->lock);
 		return e;
@@ -285,7 +291,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 		bell_close(bell);
 		struct seg_ref *r = malloc(sizeof(*r));
 		if (r) {
-			*r = (struct seg_ref){a, off, size, -1, g->free};
+			*r = (struct seg_ref){a, off, size, -1, 0, g->free};
 			g->free = r;
 		}
 		pthread_mutex_unlock(&g->lock);
@@ -294,7 +300,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 		return n < 0 ? (int)n : -EPROTO;
 	}
 	a->unsent = 0;
-	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h};
+	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h, unread};
 	s->conn_id = p.conn_id;
 	s->pending_next = g->pending;
 	g->pending = s;
@@ -434,7 +440,8 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
 		 * segment again the moment it is. */
 		pthread_mutex_lock(&g->lock);
 		if (bell >= 0 && !g->dead &&
-		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), bell) == 0) {
+		    bellcache_put(&g->kept, bellcache_key(loc->arena->id, loc->off), bell,
+				  loc->bell_unread) == 0) {
 			bell = -1;
 			bit |= SEG_REL_BELL_KEPT;
 		}
@@ -454,7 +461,8 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
 		if (!r || g->dead)
 			bell_close(&bell);
 		if (r) {
-			*r = (struct seg_ref){loc->arena, loc->off, loc->size, bell, NULL};
+			*r = (struct seg_ref){loc->arena, loc->off, loc->size, bell, loc->bell_unread,
+					      NULL};
 			if (((old | bit) & SEG_REL_BOTH) == SEG_REL_BOTH) {
 				r->next = g->free;
 				g->free = r;
@@ -474,6 +482,7 @@ struct prop {
 	struct lgr *lgr;
 	struct clc_proposal p;
 	int fds[CLC_FD_ARENA];
+	uint32_t bell_unread;   /* of a kept doorbell end */
 	struct addr cl_local, cl_peer;
 	uint64_t born_ns;
 	struct prop *next;
@@ -620,6 +629,7 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 {
 	struct arena *a;
 	int fds[CLC_FD_MAX] = {-1, -1, -1}, k = 0, kept = (p->flags & CLC_F_BELL_KEPT) != 0;
+	uint32_t unread = 0;
 
 	/* Into the full layout: the TCP socket, the doorbell, the arena. */
 	fds[CLC_FD_TCP] = got[k++];
@@ -672,7 +682,7 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	uint64_t key = bellcache_key(p->arena_id, p->seg_off);
 	pthread_mutex_lock(&g->lock);
 	if (kept)
-		fds[CLC_FD_BELL] = bellcache_take(&g->kept, key);
+		fds[CLC_FD_BELL] = bellcache_take(&g->kept, key, &unread);
 	else
 		bellcache_drop(&g->kept, key);
 	pthread_mutex_unlock(&g->lock);
@@ -689,6 +699,7 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	n->lgr = g;
 	n->p = *p;
 	memcpy(n->fds, fds, sizeof(n->fds));
+	n->bell_unread = unread;
 	n->born_ns = sys_now_ns();
 	lgr_hold(g);
 	n->next = srv.unresolved;
@@ -925,7 +936,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	*loc = (struct seg_loc){hit->lgr, a, hit->p.seg_off, hit->p.seg_size,
 				{hit->p.ring_size[0], hit->p.ring_size[1]},
-				(struct seg_hdr *)(a->base + hit->p.seg_off)};
+				(struct seg_hdr *)(a->base + hit->p.seg_off), hit->bell_unread};
 	*conn_id = hit->p.conn_id;
 	real.close(hit->fds[CLC_FD_TCP]);
 	*bell = hit->fds[CLC_FD_BELL];
@@ -987,8 +998,9 @@ int lgr_server_adopt(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 	/* The decoder bounded the segment; the arena we mapped must hold it too. */
 	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off)
 		goto fail;
+	/* A sibling's kept doorbell end comes without its count. */
 	*loc = (struct seg_loc){NULL, a, p->seg_off, p->seg_size, {p->ring_size[0], p->ring_size[1]},
-				(struct seg_hdr *)(a->base + p->seg_off)};
+				(struct seg_hdr *)(a->base + p->seg_off), SEG_BELL_UNKNOWN};
 	real.close(fds[CLC_FD_TCP]);
 	*bell = fds[CLC_FD_BELL];
 	return 1;

@@ -37,6 +37,7 @@ struct seg_ref {
 	struct arena *arena;
 	uint64_t off, size;
 	int bell;
+	uint32_t bell_unread;
 	struct seg_ref *next;
 };
 
@@ -65,7 +66,11 @@ struct seg_loc {
 	uint64_t off, size;
 	uint64_t ring_size[2];
 	struct seg_hdr *hdr;
+	/* At most how many rings the connection's doorbell end still holds from
+	 * the segment's earlier connections (SEG_BELL_UNKNOWN: nobody counted). */
+	uint32_t bell_unread;
 };
+#define SEG_BELL_UNKNOWN UINT32_MAX
 
 /* Client: find or open the link group to a listener; returns it referenced. */
 struct lgr *lgr_client_get(const char *path);
@@ -88,7 +93,8 @@ struct arena *lgr_arena_adopt(int fd, uint64_t size);
 /* Both: give a segment back and drop the connection's reference (a connection
  * adopted after exec() has no link group: loc->lgr is NULL). bell, the
  * connection's doorbell end, is taken over (kept for the segment's next
- * connection, or closed); -1 when the connection did not end cleanly. */
+ * connection with loc->bell_unread, or closed); -1 when the connection did not
+ * end cleanly. */
 void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell);
 void lgr_put(struct lgr *g);
 /* Both: a connection's peer vanished without closing. If the peer process's channel

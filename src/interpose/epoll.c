@@ -44,6 +44,9 @@ struct epreg {
 	 * application is busy with what it was given. */
 	int unarmed;
 	struct conn_stamp stamp;
+	/* What the private instance reported of the TCP socket since it was added
+	 * there (the add reports what already holds). */
+	short tcp;
 	struct epreg *ready_next, *sock_next, *all_next;
 	struct epreg **all_pprev;   /* what points at it in sh->all: unlinking is O(1) */
 };
@@ -222,6 +225,17 @@ static void kick(struct epshadow *sh)
 	}
 }
 
+/* The TCP socket's state for a registration. Until connect() ends, the TCP
+ * socket's only news is that end (or its failure), which the private instance
+ * reports: no poll for every client socket an event loop registers while it
+ * connects. */
+static short reg_tcp_state(const struct epreg *r)
+{
+	if (!r->s->connected && !conn_tcp_news(r->s))
+		return r->tcp;
+	return conn_tcp_state(r->s, r->fd);
+}
+
 /* A registration that is ready already must wake a thread sleeping in
  * epoll_wait, as the kernel would; one that is not asks the peer to ring. */
 static void check_now(struct epshadow *sh, struct epreg *r)
@@ -232,7 +246,7 @@ static void check_now(struct epshadow *sh, struct epreg *r)
 	pthread_mutex_lock(&sh->ready_lock);
 	r->unarmed = 0;
 	pthread_mutex_unlock(&sh->ready_lock);
-	if (conn_revents(r->s, r->fd, want, conn_tcp_state(r->s, r->fd)) ||
+	if (conn_revents(r->s, r->fd, want, reg_tcp_state(r)) ||
 	    conn_arm(r->s, r->fd, want) || !conn_accel(r->s)) {
 		ready_push(sh, r);
 		kick(sh);
@@ -421,6 +435,7 @@ static void harvest(struct epshadow *sh)
 			} else {
 				/* The TCP socket carries no data: only its FIN, RST, errors
 				 * and the end of connect() say anything new. */
+				r->tcp |= (short)ev[i].events;
 				if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 					conn_note_tcp_event(r->s);
 				else if (r->s->connected)
@@ -489,7 +504,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			}
 		}
 		r->unarmed = 0;
-		short got = conn_revents(s, r->fd, want, conn_tcp_state(s, r->fd));
+		short got = conn_revents(s, r->fd, want, reg_tcp_state(r));
 		if (!conn_accel(s)) {
 			reg_to_real(sh, r);
 			continue;
@@ -497,7 +512,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		/* Ask the peer to ring us, then make sure we did not miss it: what
 		 * came in meanwhile is reported now, not at some later wait. */
 		if (!got && conn_arm(s, r->fd, want))
-			got = conn_revents(s, r->fd, want, conn_tcp_state(s, r->fd));
+			got = conn_revents(s, r->fd, want, reg_tcp_state(r));
 		if (!got) {
 			/* Looked at again soon: a client still waiting for its attach (a
 			 * decline by the registry or a plain peer rings no bell), or a

@@ -2,7 +2,8 @@
 # Differential conformance: every program here runs once on plain TCP and once under
 # `usmc run`; stdout and exit status must be identical, and the accelerated run must show in
 # `usmc stats` that shared memory carried the connection (and the bytes, when the program's
-# `usmc-expect:` header says `data`).
+# `usmc-expect:` header says `data`). A `usmc-env: NAME=VALUE ...` header sets the
+# library's environment for the accelerated run.
 #
 # usage: run.sh [--plain-only] [NAME...]
 #   --plain-only  only check that each program succeeds on plain TCP
@@ -108,6 +109,7 @@ stat_value() {
 
 run_one() {
     local name=$1 src=$here/$1.c bin=$out/$1 expect fallbacks rundir rc_plain rc_usmc acc recv sent
+    local -a envs
     local plain=$out/$name.plain usmcout=$out/$name.usmc stats=$out/$name.stats
     if [ ! -e "$src" ]; then
         fail "$name" "no such program $src"
@@ -116,6 +118,7 @@ run_one() {
     expect=$(sed -n 's/.*usmc-expect: *\([a-z][a-z ]*[a-z]\).*/\1/p' "$src" | head -n 1)
     # Optional: exactly how many connections (both sides counted) fall back.
     fallbacks=$(sed -n 's/.*usmc-fallbacks: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
+    read -ra envs <<<"$(sed -n 's/.*usmc-env: *\(USMC_[A-Z_]*=[^ ]*\( USMC_[A-Z_]*=[^ ]*\)*\).*/\1/p' "$src" | head -n 1)"
     case $expect in
     "accelerated data" | accelerated | none) ;;
     *)
@@ -148,7 +151,7 @@ run_one() {
         return
     fi
     rundir=$(mktemp -d "${TMPDIR:-/tmp}/usmc-conformance.XXXXXX") || exit 1
-    timeout 60 "$usmc" run --rundir "$rundir" -- "$bin" >"$usmcout" 2>"$usmcout.err"
+    timeout 60 env "${envs[@]}" "$usmc" run --rundir "$rundir" -- "$bin" >"$usmcout" 2>"$usmcout.err"
     rc_usmc=$?
     "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
     rm -rf "$rundir"

@@ -1,7 +1,8 @@
 /* link: src/core/bellcache.c src/core/sys.c */
 /* The server's table of kept doorbell ends: every key finds what was put under it
- * through growth and removals (the probe runs close up behind a removal), a
- * replaced or dropped entry's descriptor is closed, and nothing leaks. */
+ * (descriptor and unread count) through growth and removals (the probe runs
+ * close up behind a removal), a replaced or dropped entry's descriptor is
+ * closed, and nothing leaks. */
 #include "bellcache.h"
 #include "check.h"
 
@@ -23,12 +24,15 @@ static void test_put_take(void)
 {
 	struct bellcache c = {0};
 	int in = new_fd();
+	uint32_t unread = 0;
 
-	CHECK_EQ(bellcache_take(&c, 7), -1);
-	CHECK_EQ(bellcache_put(&c, bellcache_key(1, 4096), in), 0);
-	CHECK_EQ(bellcache_take(&c, bellcache_key(1, 0)), -1);
-	CHECK_EQ(bellcache_take(&c, bellcache_key(1, 4096)), in);
-	CHECK_EQ(bellcache_take(&c, bellcache_key(1, 4096)), -1);
+	CHECK_EQ(bellcache_take(&c, 7, NULL), -1);
+	CHECK_EQ(bellcache_put(&c, bellcache_key(1, 4096), in, 5), 0);
+	CHECK_EQ(bellcache_take(&c, bellcache_key(1, 0), &unread), -1);
+	CHECK_EQ(unread, 0);
+	CHECK_EQ(bellcache_take(&c, bellcache_key(1, 4096), &unread), in);
+	CHECK_EQ(unread, 5);
+	CHECK_EQ(bellcache_take(&c, bellcache_key(1, 4096), NULL), -1);
 	CHECK_EQ(c.n, 0);
 	CHECK(is_open(in));
 	close(in);
@@ -40,12 +44,15 @@ static void test_replace_closes(void)
 	struct bellcache c = {0};
 	int a = new_fd(), b = new_fd();
 
-	CHECK_EQ(bellcache_put(&c, 3, a), 0);
-	CHECK_EQ(bellcache_put(&c, 3, b), 0);
+	uint32_t unread = 0;
+
+	CHECK_EQ(bellcache_put(&c, 3, a, 1), 0);
+	CHECK_EQ(bellcache_put(&c, 3, b, 2), 0);
 	CHECK(!is_open(a));
 	CHECK_EQ(c.n, 1);
-	CHECK_EQ(bellcache_take(&c, 3), b);
-	bellcache_put(&c, 3, b);
+	CHECK_EQ(bellcache_take(&c, 3, &unread), b);
+	CHECK_EQ(unread, 2);
+	bellcache_put(&c, 3, b, 0);
 	bellcache_drop(&c, 3);
 	CHECK(!is_open(b));
 	CHECK_EQ(c.n, 0);
@@ -61,18 +68,21 @@ static void test_many(void)
 
 	for (int i = 0; i < N; i++) {
 		fds[i] = new_fd();
-		CHECK_EQ(bellcache_put(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), fds[i]), 0);
+		CHECK_EQ(bellcache_put(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), fds[i],
+				       (uint32_t)i), 0);
 	}
 	CHECK_EQ(c.n, N);
 	for (int i = 0; i < N; i += 2) {
-		int fd = bellcache_take(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12));
+		uint32_t unread = 0;
+		int fd = bellcache_take(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), &unread);
 		CHECK_EQ(fd, fds[i]);
+		CHECK_EQ(unread, (uint32_t)i);
 		close(fd);
 	}
 	for (int i = 1; i < N; i += 2) {
-		int fd = bellcache_take(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12));
+		int fd = bellcache_take(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), NULL);
 		CHECK_EQ(fd, fds[i]);
-		bellcache_put(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), fd);
+		bellcache_put(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), fd, 0);
 	}
 	CHECK_EQ(c.n, N / 2);
 	bellcache_clear(&c);

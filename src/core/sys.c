@@ -2,7 +2,9 @@
 #undef real
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <gnu/lib-names.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -70,22 +72,36 @@ int sys_libc_first(void)
 	return libc && dlsym(RTLD_DEFAULT, "socket") == dlsym(libc, "socket");
 }
 
+static int fd_high_base(void)
+{
+	struct rlimit rl;
+	rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+
+	if (lim > (1u << 20))
+		lim = 1u << 20;
+	return (int)(lim - lim / 4);
+}
+
 int sys_fd_high(int fd)
 {
-	static int base;
+	static _Atomic int base;
 
 	if (fd < 0)
 		return fd;
-	if (!base) {
-		struct rlimit rl;
-		rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-		if (lim > (1u << 20))
-			lim = 1u << 20;
-		base = (int)(lim - lim / 4);
-	}
-	if (fd >= base)
+	int b = atomic_load_explicit(&base, memory_order_relaxed);
+	if (!b)
+		atomic_store_explicit(&base, b = fd_high_base(), memory_order_relaxed);
+	if (fd >= b)
 		return fd;
-	int n = sys_real.fcntl(fd, F_DUPFD_CLOEXEC, base);
+	int n = sys_real.fcntl(fd, F_DUPFD_CLOEXEC, b);
+	if (n < 0 && errno == EINVAL) {
+		/* The limit was lowered since (nginx's worker_rlimit_nofile does so
+		 * in each worker): aim below the new one from now on. */
+		atomic_store_explicit(&base, b = fd_high_base(), memory_order_relaxed);
+		if (fd >= b)
+			return fd;
+		n = sys_real.fcntl(fd, F_DUPFD_CLOEXEC, b);
+	}
 	if (n < 0)
 		return fd;
 	sys_real.close(fd);

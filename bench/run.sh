@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark driver: every workload over plain TCP loopback, Unix domain sockets where the
 # application has them, usmc, and usmc busy-polling, in one run, server and client pinned to
-# different cores, repetitions interleaved across modes so that drift in the machine's load
-# touches every mode alike. Writes bench/results/DATE.md (machine, one table per workload with
+# different cores, repetitions interleaved across modes (in reverse order every other time) so
+# that drift in the machine's load, and what one mode leaves behind, touch every mode alike. Writes bench/results/DATE.md (machine, one table per workload with
 # medians, min–max and ratios against TCP), DATE.tsv (every figure) and DATE.png (a plot).
 #
 #   bench/run.sh [--quick] [--reps N] [workload...]     all workloads when none is named
@@ -104,7 +104,7 @@ machine() {
     echo "## Method"
     echo
     echo "Server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU (taskset). Each figure: $REPS runs of ${SECS} s,"
-    echo "interleaved across modes; the tables give the median, the range, and the median's ratio"
+    echo "interleaved across modes, in reverse order every other time; the tables give the median, the range, and the median's ratio"
     echo "to plain TCP loopback. Modes: **TCP** plain loopback; **Unix socket** where the application"
     echo "has one; **usmc**: \`usmc run\` on both ends (the library's default busy-poll); **usmc,"
     echo "busy-poll**: the same with USMC_BUSY_POLL_US=$BUSY_POLL_US; **usmc, sleeping**: with"
@@ -186,7 +186,7 @@ ceiling() {
 
 # run_workload NAME: every case, repetition and mode of one workload, recorded in the TSV
 run_workload() {
-    local name=$1 case mode rep line
+    local name=$1 case mode modes rep line
     load_workload "$name"
     say "== $name: $WL_TITLE ($WL_UNIT; $(better))"
     record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER"
@@ -196,7 +196,12 @@ run_workload() {
     start_servers $WL_MODES
     for case in "${WL_CASES[@]}"; do
         for rep in $(seq "$REPS"); do
-            for mode in $WL_MODES; do
+            # Every other repetition runs the modes in reverse: what a mode leaves behind
+            # (TIME_WAIT sockets by the ten thousand, with short connections) then weighs
+            # on the modes after it in one repetition and before it in the next.
+            modes=$WL_MODES
+            [ $((rep % 2)) -eq 1 ] || modes=$(printf '%s\n' $WL_MODES | tac | tr '\n' ' ')
+            for mode in $modes; do
                 measure "$mode" "$case"
                 record V "$name" "$case" "$mode" "$FIGURE"
                 [ -z "$NOTES" ] || while IFS= read -r line; do

@@ -399,7 +399,8 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	atomic_store(&s->mode, MODE_SHM);
 	stat_accel(SIDE_SERVER, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
-	/* The client may already sleep for data or for room in its pending window. */
+	/* The client may already sleep for room in its pending window. One that
+	 * sleeps for data has nothing to gain from the attach: the data wakes it. */
 	notify_space(s);
 }
 

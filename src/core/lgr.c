@@ -961,18 +961,17 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	struct clc_proposal p = hit->p;
-	int fds[CLC_FD_MAX] = {hit->fds[CLC_FD_TCP], hit->fds[CLC_FD_BELL],
-			       real.fcntl(a->fd, F_DUPFD_CLOEXEC, 0)};
+	/* The arena's own descriptor goes along: sending copies it, and it stays
+	 * the link group's. */
+	int fds[CLC_FD_MAX] = {hit->fds[CLC_FD_TCP], hit->fds[CLC_FD_BELL], a->fd};
 	p.flags = CLC_F_NEW_ARENA;
 	p.arena_size = a->size;
-	if (fds[CLC_FD_ARENA] < 0 || send(ctx, &p, fds) < 0) {
+	if (send(ctx, &p, fds) < 0) {
 		/* It stays ours, and we cannot attach it: the client falls back. */
-		if (fds[CLC_FD_ARENA] >= 0)
-			real.close(fds[CLC_FD_ARENA]);
 		prop_drop(hit, decline_code(DECL_MEMORY));
 		return 0;
 	}
-	for (int i = 0; i < CLC_FD_MAX; i++)
+	for (int i = 0; i < CLC_FD_ARENA; i++)
 		real.close(fds[i]);
 	lgr_put(hit->lgr);
 	free(hit);

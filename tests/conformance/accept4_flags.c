@@ -23,9 +23,7 @@ int main(void)
 {
     char buf[4];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int a = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     CHECK(a >= 0);
     show_flags("accept4", a);

@@ -43,9 +43,7 @@ static void serve(int l, int how)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     serve(l, 0);
     serve(l, 1);
     cf_join();

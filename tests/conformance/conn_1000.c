@@ -35,9 +35,7 @@ int main(void)
     static int fds[N];
     cf_start();
     cf_raise_nofile(8192);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     for (int i = 0; i < N; i++)
         fds[i] = cf_accept(l);
     printf("server accepted %d\n", N);

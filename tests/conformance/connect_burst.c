@@ -35,9 +35,7 @@ int main(void)
     cf_start();
     cf_raise_nofile(4096);
     CHECK(pipe(go) == 0);
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     CHECK(read(go[0], &c, 1) == 1);
     for (int i = 0; i < N; i++)
         fds[i] = cf_accept(l);

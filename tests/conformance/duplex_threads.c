@@ -47,9 +47,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     struct side s = {cf_accept(l), 2, 1, 0};
     run_duplex(&s, "server");
     close(s.fd);

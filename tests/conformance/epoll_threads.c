@@ -86,9 +86,7 @@ int main(void)
     pthread_t t[2];
 
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     ep = epoll_create1(0);
     CHECK(ep >= 0 && pipe(done) == 0);
     done_fd = done[1];

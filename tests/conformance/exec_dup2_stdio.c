@@ -9,9 +9,7 @@
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(cf_stdio_echo_client, &port);
+    int l = cf_listen_spawn(cf_stdio_echo_client);
     int s = cf_accept(l);
     pid_t child = cf_fork();
     if (child == 0) {

@@ -30,9 +30,7 @@ int main(int argc, char **argv)
     cf_start();
     if (argc == 3 && strcmp(argv[1], "serve") == 0)
         return serve_after_exec(atoi(argv[2]));
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     snprintf(num, sizeof num, "%d", s);
     pid_t child = cf_fork();

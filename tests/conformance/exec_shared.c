@@ -63,9 +63,7 @@ int main(int argc, char **argv)
         close(s);
         return 0;
     }
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     close(l);
     int before = open_fds();

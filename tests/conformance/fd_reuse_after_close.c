@@ -20,9 +20,7 @@ int main(void)
 {
     char buf[8];
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     cf_read_exact(s, buf, 6);
     CHECK(memcmp(buf, "first!", 6) == 0);

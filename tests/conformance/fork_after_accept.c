@@ -18,9 +18,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     pid_t worker = cf_fork();
     if (worker == 0) {

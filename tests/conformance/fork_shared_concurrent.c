@@ -51,9 +51,7 @@ static void writer(int s, char tag)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     close(l);
     pid_t child = cf_fork();

@@ -15,9 +15,7 @@ int main(void)
     struct pollfd p[N];
     int fds[N], idx[N], sum = 0;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(peer, &port);
+    int l = cf_listen_spawn(peer);
     for (int i = 0; i < N; i++) {
         fds[i] = cf_accept(l);
         p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};

@@ -11,9 +11,7 @@
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(cf_stdio_echo_client, &port);
+    int l = cf_listen_spawn(cf_stdio_echo_client);
     int s = cf_accept(l);
     posix_spawn_file_actions_t fa;
     CHECK(posix_spawn_file_actions_init(&fa) == 0);

@@ -16,9 +16,7 @@ int main(void)
     int fds[N], idx[N], sum = 0, maxfd = 0;
     fd_set rd, wr;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(peer, &port);
+    int l = cf_listen_spawn(peer);
     FD_ZERO(&rd);
     for (int i = 0; i < N; i++) {
         fds[i] = cf_accept(l);

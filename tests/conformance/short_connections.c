@@ -25,9 +25,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     for (int i = 0; i < ROUNDS; i++) {
         uint32_t v;
         int s = cf_accept(l);

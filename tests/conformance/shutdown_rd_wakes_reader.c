@@ -34,9 +34,7 @@ int main(void)
     pthread_t th;
     struct blocked b = {.tid = 0};
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     b.fd = cf_accept(l);
     CHECK(pthread_create(&th, NULL, reader, &b) == 0);
     while (b.tid == 0)

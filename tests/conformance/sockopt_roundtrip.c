@@ -33,9 +33,7 @@ int main(void)
     socklen_t len = sizeof info;
     char c;
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     printf("SO_ACCEPTCONN listener %d, connection %d\n", get_int(l, SOL_SOCKET, SO_ACCEPTCONN),
            get_int(s, SOL_SOCKET, SO_ACCEPTCONN));

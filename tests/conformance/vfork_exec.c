@@ -20,9 +20,7 @@ static void client(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
+    int l = cf_listen_spawn(client);
     int s = cf_accept(l);
     for (int i = 0; i < 3; i++) {
         pid_t pid = vfork();

@@ -36,6 +36,8 @@ struct obj {
 	_Atomic int fdrefs;         /* descriptors naming it (dup) */
 };
 
+struct epoll_early;
+
 struct usock {
 	struct obj o;
 	_Atomic int mode;
@@ -80,6 +82,9 @@ struct usock {
 	_Atomic uint64_t reclaim_ns; /* listener on an ambiguous port: when to claim again */
 	_Atomic uint64_t netns_cookie; /* listener: its namespace's cookie, 0 until known */
 	struct epreg *regs;         /* epoll registrations naming this socket */
+	/* Registrations made while it was an unconnected socket (the application's
+	 * instances hold them for real): connect() moves them to shadows. */
+	struct epoll_early *early;
 	struct usock *pending_next; /* in lgr->pending */
 };
 

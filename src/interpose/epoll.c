@@ -72,6 +72,14 @@ struct epshadow {
 static const char handoff_mark;
 #define HANDOFF_MARK ((void *)&handoff_mark)
 
+/* A registration of a socket that may still be accelerated (its connect() is
+ * to come), held by the application's instance until then. */
+struct epoll_early {
+	int epfd, fd;
+	struct epoll_event ev;
+	struct epoll_early *next;
+};
+
 static void ready_push(struct epshadow *sh, struct epreg *r)
 {
 	pthread_mutex_lock(&sh->ready_lock);
@@ -357,8 +365,65 @@ void epoll_sock_rang(struct usock *s, const void *except)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Keeps s->early in step with a real epoll_ctl that succeeded. */
+static void early_note(struct usock *s, int epfd, int op, int fd, const struct epoll_event *ev)
+{
+	pthread_mutex_lock(&s->lock);
+	struct epoll_early **pp = &s->early, *e;
+	while (*pp && ((*pp)->epfd != epfd || (*pp)->fd != fd))
+		pp = &(*pp)->next;
+	if (op == EPOLL_CTL_DEL) {
+		if ((e = *pp)) {
+			*pp = e->next;
+			free(e);
+		}
+	} else if (*pp) {
+		(*pp)->ev = *ev;
+	} else if ((e = calloc(1, sizeof(*e)))) {
+		*e = (struct epoll_early){epfd, fd, *ev, NULL};
+		*pp = e;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void epoll_sock_settled(struct usock *s)
+{
+	int m = atomic_load_explicit(&s->mode, memory_order_acquire);
+
+	if (m == MODE_NEW)
+		return; /* a refused connect(): it may connect again */
+	pthread_mutex_lock(&s->lock);
+	struct epoll_early *list = s->early;
+	s->early = NULL;
+	pthread_mutex_unlock(&s->lock);
+	while (list) {
+		struct epoll_early *e = list;
+		list = e->next;
+		struct epshadow *sh;
+		/* The application may have closed the instance meanwhile: what the
+		 * kernel no longer holds is not moved. */
+		if (conn_accel(s) && real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->fd, NULL) == 0) {
+			if ((sh = shadow_get(e->epfd))) {
+				if (accel_ctl(sh, s, EPOLL_CTL_ADD, e->fd, &e->ev) < 0)
+					real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->fd, &e->ev);
+				epoll_shadow_put(&sh->o);
+			} else {
+				real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->fd, &e->ev);
+			}
+		}
+		free(e);
+	}
+}
+
 void epoll_sock_closed(struct usock *s)
 {
+	pthread_mutex_lock(&s->lock);
+	while (s->early) {
+		struct epoll_early *e = s->early;
+		s->early = e->next;
+		free(e);
+	}
+	pthread_mutex_unlock(&s->lock);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		struct epreg *r = s->regs;
@@ -434,11 +499,14 @@ static void harvest(struct epshadow *sh)
 				conn_bell_rang(r->s, sh);
 			} else {
 				/* The TCP socket carries no data: only its FIN, RST, errors
-				 * and the end of connect() say anything new. */
+				 * and the end of connect() say anything new, the latter
+				 * once to each registration (another set may have seen it
+				 * first). */
+				short before = r->tcp;
 				r->tcp |= (short)ev[i].events;
 				if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 					conn_note_tcp_event(r->s);
-				else if (r->s->connected)
+				else if (before & EPOLLOUT)
 					continue;
 			}
 			ready_push(sh, r);
@@ -682,10 +750,18 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (!s || !conn_accel(s) || (op != EPOLL_CTL_DEL && !ev)) {
 		r = real.epoll_ctl(epfd, op, fd, ev);
+		int e = errno;
 		if (r == 0 && s && op == EPOLL_CTL_ADD && conn_listening(s))
 			watch_handoff(epfd);
+		if (r == 0 && s && atomic_load(&s->mode) == MODE_NEW) {
+			early_note(s, epfd, op, fd, ev);
+			/* A connect() in another thread may have settled it meanwhile. */
+			if (atomic_load(&s->mode) != MODE_NEW)
+				epoll_sock_settled(s);
+		}
 		if (o)
 			obj_put(o);
+		errno = e;
 		return r;
 	}
 	struct epshadow *sh = shadow_get(epfd);

@@ -16,6 +16,7 @@
 #include "../core/admit.h"
 #include "../core/conn.h"
 #include "../core/sys.h"
+#include "epoll.h"
 #include "fdtab.h"
 #include "init.h"
 
@@ -62,6 +63,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	int r = conn_connect(s, fd, addr, len);
 	int e = errno;
+	epoll_sock_settled(s);
 	if (atomic_fetch_add(&s->o.fdrefs, 0) == 1)
 		forget_if_plain(fd, s);
 	obj_put(o);
@@ -81,6 +83,7 @@ int listen(int fd, int backlog)
 	}
 	int r = conn_listen(s, fd, backlog);
 	int e = errno;
+	epoll_sock_settled(s);
 	obj_put(o);
 	errno = e;
 	return r;

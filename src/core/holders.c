@@ -113,11 +113,18 @@ void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
 		 * holds what the peer was told: continue from there when it is ahead
 		 * and plausible. */
 		uint64_t pub = atomic_load(d == HOLD_TX ? &e->sh->prod : &e->sh->cons);
-		if (pub > s->pos && pub - s->pos <= e->size)
+		uint64_t skip = d == HOLD_TX ? atomic_load(&e->sh->prod_skip) : 0;
+		if (pub > s->pos && pub - s->pos <= e->size) {
+			/* A producer that rewound on the way had found the consumer
+			 * at its mark, which counts as standing at the ring's start:
+			 * what we knew of the consumer is older than that. */
+			if (skip >= s->pos && skip < pub)
+				s->peer = (skip + e->size - 1) & ~(e->size - 1);
 			s->pos = pub;
+		}
 		/* A rewind it announced but published nothing behind did not
 		 * happen: we go on from where it stood. */
-		if (d == HOLD_TX && atomic_load(&e->sh->prod_skip) >= s->pos)
+		if (d == HOLD_TX && skip >= s->pos)
 			atomic_store(&e->sh->prod_skip, 0);
 		pthread_mutex_consistent(&s->lock);
 	}

@@ -180,8 +180,10 @@ static void op_consume(struct world *w, struct input *in)
 	FUZZ_ASSERT(w->cons.pos == pos);
 	FUZZ_ASSERT(avail == prod - pos);
 	FUZZ_ASSERT(w->cons.peer == prod);
-	if (prod > w->prod.pos)
-		w->tainted = 1; /* bytes nobody wrote */
+	/* Bytes nobody wrote: beyond the producer, or in the gap it left when it
+	 * rewound last (it never publishes a cursor there). */
+	if (prod > w->prod.pos || (prod > w->skip && prod < round_up(w->skip, w->size)))
+		w->tainted = 1;
 	skip = (size_t)take(in, 2) % (avail + 1);
 	len = (size_t)take(in, 2) % (avail - skip + 1);
 	iov_skip = (size_t)take(in, 1) % SKIP_MAX;
@@ -348,13 +350,20 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 		}
 		emit(s.b, s.n);
 	}
-	/* A 32 KiB ring with 1000-byte messages read one by one: the producer rewinds. */
-	struct seed s = { .n = 0 };
-	put(&s, 1, 12);
-	put(&s, 2, 0);
-	for (int i = 0; i < 20; i++) {
-		put_produce(&s, 1000);
-		put_consume(&s, 1000);
+	/* A 32 KiB ring with 1000-byte messages read one by one: the producer rewinds;
+	 * in the second, the peer then claims a cursor inside the gap it left. */
+	for (int variant = 0; variant < 2; variant++) {
+		struct seed s = { .n = 0 };
+		put(&s, 1, 12);
+		put(&s, 2, 0);
+		for (int i = 0; i < 20; i++) {
+			put_produce(&s, 1000);
+			if (variant == 1 && i == 9) {
+				put(&s, 1, OP_NUDGE_PROD);
+				put(&s, 2, 13107);
+			}
+			put_consume(&s, 1000);
+		}
+		emit(s.b, s.n);
 	}
-	emit(s.b, s.n);
 }

@@ -181,8 +181,10 @@ static void op_consume(struct world *w, struct input *in)
 	FUZZ_ASSERT(avail == prod - pos);
 	FUZZ_ASSERT(w->cons.peer == prod);
 	/* Bytes nobody wrote: beyond the producer, or in the gap it left when it
-	 * rewound last (it never publishes a cursor there). */
-	if (prod > w->prod.pos || (prod > w->skip && prod < round_up(w->skip, w->size)))
+	 * rewound last, which only a lie (a cursor inside it, or a mark overwritten
+	 * so that the consumer does not follow it) makes the consumer read. */
+	uint64_t gap_end = round_up(w->skip, w->size);
+	if (prod > w->prod.pos || (w->skip < gap_end && pos < gap_end && prod > w->skip))
 		w->tainted = 1;
 	skip = (size_t)take(in, 2) % (avail + 1);
 	len = (size_t)take(in, 2) % (avail - skip + 1);

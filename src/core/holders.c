@@ -119,7 +119,7 @@ void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
 			 * at its mark, which counts as standing at the ring's start:
 			 * what we knew of the consumer is older than that. */
 			if (skip >= s->pos && skip < pub)
-				s->peer = (skip + e->size - 1) & ~(e->size - 1);
+				s->peer = ring_round_up(skip, e->size);
 			s->pos = pub;
 		}
 		/* A rewind it announced but published nothing behind did not

@@ -19,17 +19,12 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 	r->rewind_at = 0;
 }
 
-static uint64_t round_up(uint64_t cursor, uint64_t size)
-{
-	return (cursor + size - 1) & ~(size - 1);
-}
-
 int ring_avail(struct ring_end *r, uint64_t *avail)
 {
 	uint64_t prod = atomic_load_explicit(&r->sh->prod, memory_order_acquire);
 	/* Stored before prod: the acquire above makes it current for this prod. */
 	uint64_t skip = atomic_load_explicit(&r->sh->prod_skip, memory_order_relaxed);
-	uint64_t to = round_up(skip, r->size), pos = r->pos;
+	uint64_t to = ring_round_up(skip, r->size), pos = r->pos;
 
 	/* The producer rewound where we stand, and went past the gap: its bytes
 	 * continue at the ring's start. (A rewind it has not yet published data
@@ -57,7 +52,7 @@ int ring_space(struct ring_end *r, uint64_t *space)
 	 * scribbled on it can only make the consumer look further along, which
 	 * the checks below bound as for any cursor it publishes. */
 	if (cons == atomic_load_explicit(&r->sh->prod_skip, memory_order_relaxed))
-		cons = round_up(cons, r->size);
+		cons = ring_round_up(cons, r->size);
 	if (r->pos - cons > r->cap || cons - r->peer > r->cap)
 		return RING_CORRUPT;
 	r->peer = cons;
@@ -127,7 +122,7 @@ static void rewind_if_empty(struct ring_end *r, size_t len)
 	    ring_space(r, &space) < 0 || space != r->cap)
 		return;
 	atomic_store_explicit(&r->sh->prod_skip, r->pos, memory_order_relaxed);
-	r->pos = round_up(r->pos, r->size);
+	r->pos = ring_round_up(r->pos, r->size);
 	r->peer = r->pos;
 	r->rewind_at = r->pos + RING_REWIND_AT;
 }

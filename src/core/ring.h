@@ -98,6 +98,12 @@ static inline uint64_t ring_room(const struct ring_end *r)
 {
 	return r->cap - (r->pos - r->peer);
 }
+/* The first cursor at or after cursor where the ring starts over (size: a power
+ * of two): where a producer that rewinds goes on. */
+static inline uint64_t ring_round_up(uint64_t cursor, uint64_t size)
+{
+	return (cursor + size - 1) & ~(size - 1);
+}
 /* Copy len bytes from iov (after skipping iov_skip bytes) and publish them.
  * A stream of small messages stays in the ring's first pages, warm in the
  * caches, rather than walking all of it: past RING_REWIND_AT, a producer that

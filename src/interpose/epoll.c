@@ -233,6 +233,13 @@ static void kick(struct epshadow *sh)
 	}
 }
 
+/* The events a registration asks the rings about. */
+static short reg_want(const struct epreg *r)
+{
+	return (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLRDNORM |
+				    EPOLLWRNORM));
+}
+
 /* The TCP socket's state for a registration. Until connect() ends, the TCP
  * socket's only news is that end (or its failure), which the private instance
  * reports: no poll for every client socket an event loop registers while it
@@ -248,7 +255,7 @@ static short reg_tcp_state(const struct epreg *r)
  * epoll_wait, as the kernel would; one that is not asks the peer to ring. */
 static void check_now(struct epshadow *sh, struct epreg *r)
 {
-	short want = (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	short want = reg_want(r);
 
 	/* Under the ready list's lock: a spinning waiter reads it there. */
 	pthread_mutex_lock(&sh->ready_lock);
@@ -403,13 +410,12 @@ void epoll_sock_settled(struct usock *s)
 		/* The application may have closed the instance meanwhile: what the
 		 * kernel no longer holds is not moved. */
 		if (conn_accel(s) && real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->fd, NULL) == 0) {
-			if ((sh = shadow_get(e->epfd))) {
-				if (accel_ctl(sh, s, EPOLL_CTL_ADD, e->fd, &e->ev) < 0)
-					real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->fd, &e->ev);
-				epoll_shadow_put(&sh->o);
-			} else {
+			sh = shadow_get(e->epfd);
+			/* Out of memory: it stays where it was. */
+			if (!sh || accel_ctl(sh, s, EPOLL_CTL_ADD, e->fd, &e->ev) < 0)
 				real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->fd, &e->ev);
-			}
+			if (sh)
+				epoll_shadow_put(&sh->o);
 		}
 		free(e);
 	}
@@ -512,13 +518,6 @@ static void harvest(struct epshadow *sh)
 			ready_push(sh, r);
 		}
 	} while (n == 64);
-}
-
-/* The events a registration asks the rings about. */
-static short reg_want(const struct epreg *r)
-{
-	return (short)(r->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLRDNORM |
-				    EPOLLWRNORM));
 }
 
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the

@@ -202,7 +202,7 @@ static void shm_teardown(struct usock *s, int clean)
 				     atomic_load_explicit(&s->bells_drained, memory_order_relaxed) +
 				     BELL_LATE_RINGS;
 	if (s->seg.hdr)
-		lgr_seg_release(&s->seg, s->server ? LGR_SERVER : LGR_CLIENT, clean ? bell : -1);
+		lgr_seg_release(s, s->server ? LGR_SERVER : LGR_CLIENT, clean ? bell : -1);
 	s->bell = -1;
 	memset(&s->seg, 0, sizeof(s->seg));
 }
@@ -441,15 +441,7 @@ int conn_listen(struct usock *s, int fd, int backlog)
 
 static void become_shm(struct usock *s, int fd)
 {
-	struct lgr *g = s->seg.lgr;
-
-	pthread_mutex_lock(&g->lock);
-	for (struct usock **pp = &g->pending; *pp; pp = &(*pp)->pending_next)
-		if (*pp == s) {
-			*pp = s->pending_next;
-			break;
-		}
-	pthread_mutex_unlock(&g->lock);
+	lgr_unpend(s);
 	s->tx.cap = s->tx.size;
 	atomic_store(&s->mode, MODE_SHM);
 	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
@@ -1334,7 +1326,7 @@ int conn_close(struct usock *s, int fd)
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
 			/* Another process still holds this end: only our copies go. */
 			close_bell(s);
-			lgr_seg_forget(&s->seg);
+			lgr_seg_forget(s);
 			m = MODE_PLAIN;
 		} else {
 			/* The last holder ends the connection from the latest state. */
@@ -1512,7 +1504,7 @@ fail:
 		}
 		close_bell(s);
 		if (s->seg.arena)
-			lgr_seg_forget(&s->seg);
+			lgr_seg_forget(s);
 		usock_put(s);
 	}
 	return NULL;

@@ -85,7 +85,9 @@ struct usock {
 	/* Registrations made while it was an unconnected socket (the application's
 	 * instances hold them for real): connect() moves them to shadows. */
 	struct epoll_early *early;
-	struct usock *pending_next; /* in lgr->pending */
+	/* In lgr->pending while its proposal is unresolved (pprev NULL outside):
+	 * a connection leaves it in O(1), however many others are connecting. */
+	struct usock *pending_next, **pending_pprev;
 };
 
 struct usock *usock_new(int family, int nonblock);

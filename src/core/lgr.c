@@ -303,6 +303,9 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h, unread};
 	s->conn_id = p.conn_id;
 	s->pending_next = g->pending;
+	s->pending_pprev = &g->pending;
+	if (g->pending)
+		g->pending->pending_pprev = &s->pending_next;
 	g->pending = s;
 	g->refs++;
 	pthread_mutex_unlock(&g->lock);
@@ -399,8 +402,32 @@ struct arena *lgr_arena_adopt(int fd, uint64_t size)
 
 static void arena_unadopt(struct arena *a);
 
-void lgr_seg_forget(struct seg_loc *loc)
+/* Called with the link group's lock held. */
+static void unpend(struct usock *s)
 {
+	if (!s->pending_pprev)
+		return;
+	*s->pending_pprev = s->pending_next;
+	if (s->pending_next)
+		s->pending_next->pending_pprev = s->pending_pprev;
+	s->pending_pprev = NULL;
+}
+
+void lgr_unpend(struct usock *s)
+{
+	struct lgr *g = s->seg.lgr;
+
+	if (!g || !s->pending_pprev)
+		return;
+	pthread_mutex_lock(&g->lock);
+	unpend(s);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void lgr_seg_forget(struct usock *s)
+{
+	struct seg_loc *loc = &s->seg;
+
 	if (loc->lgr)
 		lgr_put(loc->lgr);
 	else
@@ -422,8 +449,9 @@ static void arena_unadopt(struct arena *a)
 	pthread_mutex_unlock(&adopted_lock);
 }
 
-void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
+void lgr_seg_release(struct usock *s, enum lgr_role role, int bell)
 {
+	struct seg_loc *loc = &s->seg;
 	struct lgr *g = loc->lgr;
 	uint32_t bit = role == LGR_CLIENT ? SEG_REL_CLIENT : SEG_REL_SERVER;
 
@@ -453,11 +481,7 @@ void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell)
 	if (role == LGR_CLIENT) {
 		struct seg_ref *r = malloc(sizeof(*r));
 		pthread_mutex_lock(&g->lock);
-		for (struct usock **pp = &g->pending; *pp; pp = &(*pp)->pending_next)
-			if ((*pp)->seg.hdr == loc->hdr) {
-				*pp = (*pp)->pending_next;
-				break;
-			}
+		unpend(s);
 		if (!r || g->dead)
 			bell_close(&bell);
 		if (r) {

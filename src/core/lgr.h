@@ -83,19 +83,22 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
+/* Client: the connection's proposal is resolved; declines and a hang-up of
+ * the link group no longer concern it. */
+void lgr_unpend(struct usock *s);
 /* Drops a connection's hold on its segment without releasing it: another
  * process still holds the connection's end. */
-void lgr_seg_forget(struct seg_loc *loc);
+void lgr_seg_forget(struct usock *s);
 /* After exec(): map an arena handed over by the previous program (taking over
  * fd), or find the one already mapped from the same memfd. NULL on failure. */
 struct arena *lgr_arena_adopt(int fd, uint64_t size);
 
-/* Both: give a segment back and drop the connection's reference (a connection
- * adopted after exec() has no link group: loc->lgr is NULL). bell, the
- * connection's doorbell end, is taken over (kept for the segment's next
- * connection with loc->bell_unread, or closed); -1 when the connection did not
+/* Both: give a connection's segment (s->seg) back and drop the connection's
+ * reference (a connection adopted after exec() has no link group: lgr is NULL).
+ * bell, the connection's doorbell end, is taken over (kept for the segment's
+ * next connection with bell_unread, or closed); -1 when the connection did not
  * end cleanly. */
-void lgr_seg_release(struct seg_loc *loc, enum lgr_role role, int bell);
+void lgr_seg_release(struct usock *s, enum lgr_role role, int bell);
 void lgr_put(struct lgr *g);
 /* Both: a connection's peer vanished without closing. If the peer process's channel
  * hung up, the link group stops being offered to new connections and goes, arenas

@@ -47,7 +47,11 @@ struct epreg {
 	/* What the private instance reported of the TCP socket since it was added
 	 * there (the add reports what already holds). */
 	short tcp;
-	struct epreg *ready_next, *sock_next, *all_next;
+	struct epreg *ready_next, **ready_pprev; /* on sh->ready, under ready_lock */
+	/* In the list collect() works through, which it alone touches (another
+	 * thread may queue the registration again meanwhile). */
+	struct epreg *collect_next;
+	struct epreg *sock_next, *all_next;
 	struct epreg **all_pprev;   /* what points at it in sh->all: unlinking is O(1) */
 };
 
@@ -86,21 +90,25 @@ static void ready_push(struct epshadow *sh, struct epreg *r)
 	if (!r->queued) {
 		r->queued = 1;
 		r->ready_next = sh->ready;
+		r->ready_pprev = &sh->ready;
+		if (sh->ready)
+			sh->ready->ready_pprev = &r->ready_next;
 		sh->ready = r;
 	}
 	pthread_mutex_unlock(&sh->ready_lock);
 }
 
+/* O(1): an event loop with thousands of level-triggered sockets on the ready
+ * list closes one of them per short connection. */
 static void ready_unlink(struct epshadow *sh, struct epreg *r)
 {
 	pthread_mutex_lock(&sh->ready_lock);
-	if (r->queued)
-		for (struct epreg **pp = &sh->ready; *pp; pp = &(*pp)->ready_next)
-			if (*pp == r) {
-				*pp = r->ready_next;
-				r->queued = 0;
-				break;
-			}
+	if (r->queued) {
+		*r->ready_pprev = r->ready_next;
+		if (r->ready_next)
+			r->ready_next->ready_pprev = r->ready_pprev;
+		r->queued = 0;
+	}
 	pthread_mutex_unlock(&sh->ready_lock);
 }
 
@@ -532,12 +540,14 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 	pthread_mutex_lock(&sh->ready_lock);
 	list = sh->ready;
 	sh->ready = NULL;
-	for (r = list; r; r = r->ready_next)
+	for (r = list; r; r = r->ready_next) {
 		r->queued = 0;
+		r->collect_next = r->ready_next;
+	}
 	pthread_mutex_unlock(&sh->ready_lock);
 
 	while ((r = list)) {
-		list = r->ready_next;
+		list = r->collect_next;
 		if (r->plain || !conn_accel(r->s)) {
 			reg_to_real(sh, r);
 			continue;
@@ -545,7 +555,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		if (r->disabled || r->deleted)
 			continue;
 		if (n == max || r->reported == sh->wait_seq) {
-			r->ready_next = keep;
+			r->collect_next = keep;
 			keep = r;
 			continue;
 		}
@@ -558,7 +568,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			conn_stamp(s, want, &seen);
 		if (r->unarmed && conn_stamp_same(&seen, &r->stamp)) {
 			if (!arm) {
-				r->ready_next = keep;
+				r->collect_next = keep;
 				keep = r;
 				continue;
 			}
@@ -585,7 +595,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			 * decline by the registry or a plain peer rings no bell), or a
 			 * socket the arm found ready that reports nothing yet. */
 			if (conn_pending(s) || conn_arm(s, r->fd, want)) {
-				r->ready_next = keep;
+				r->collect_next = keep;
 				keep = r;
 				sh->recheck = 1;
 			}
@@ -600,15 +610,15 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		} else if (r->events & EPOLLET) {
 			r->unarmed = 1;
 			r->stamp = seen;
-			r->ready_next = keep;
+			r->collect_next = keep;
 			keep = r;
 		} else {
-			r->ready_next = keep;
+			r->collect_next = keep;
 			keep = r;
 		}
 	}
 	while ((r = keep)) {
-		keep = r->ready_next;
+		keep = r->collect_next;
 		ready_push(sh, r);
 	}
 	return n;

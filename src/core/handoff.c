@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,15 +21,34 @@ static const struct dev_ops *dev = &dev_lo;
 
 /* Siblings asked at once: the claimants a port records. */
 #define ASK_MAX 8
-/* An asker sends its ASK right after connecting; one that does not is not
- * waited for long. */
-#define ASK_ARRIVAL_MS 10
+/* Siblings' connections kept open to us. */
+#define IN_MAX 64
+/* The data of the listening socket's entry in our epoll instance; a sibling's
+ * connection's entry holds its pid and descriptor. */
+#define LISTENER_TAG UINT64_MAX
+
+/* Connections between siblings stay open: a handoff then costs a message each
+ * way, where a connection per ASK cost a dozen more system calls (socket,
+ * connect, accept, credentials, close on both sides). */
+struct link {
+	int fd;
+	pid_t pid;
+};
 
 static struct {
-	pthread_mutex_t lock;
+	/* Taken in this order, each only with those before it. */
+	pthread_mutex_t ask_lock;   /* one ask at a time: the links out are shared */
+	pthread_mutex_t serve_lock; /* one thread answers at a time */
+	pthread_mutex_t lock;       /* opening and closing the sockets */
 	int fd;           /* listening handoff socket, -1 until opened */
+	int ep;           /* epoll instance holding fd and the links in: what waiters watch */
+	struct link in[IN_MAX];   /* siblings' connections to us */
+	int nin;
+	struct link out[ASK_MAX]; /* our connections to siblings */
+	int nout;
 	uint64_t seq;     /* numbers our asks */
-} ho = {PTHREAD_MUTEX_INITIALIZER, -1, 0};
+} ho = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	-1, -1, {{0, 0}}, 0, {{0, 0}}, 0, 0};
 
 /* Abstract, so that workers which dropped privileges can reach each other
  * whatever the runtime directory's permissions (they may not even look it up);
@@ -44,12 +64,12 @@ static void path_of(pid_t pid, char *buf, size_t len)
 	snprintf(buf, len, "@usmc-h-%016llx-%d", (unsigned long long)h, (int)pid);
 }
 
-static int listener_is(int c, pid_t pid)
+static pid_t peer_pid(int c)
 {
 	struct ucred cr;
 	socklen_t l = sizeof(cr);
 
-	return real.getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0 && cr.pid == pid;
+	return real.getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0 ? cr.pid : 0;
 }
 
 int handoff_fd(void)
@@ -57,34 +77,61 @@ int handoff_fd(void)
 	char path[4200];
 
 	pthread_mutex_lock(&ho.lock);
-	if (ho.fd < 0) {
+	if (ho.ep < 0) {
 		path_of(getpid(), path, sizeof(path));
-		ho.fd = dev->ctl_listen(path);
-		if (ho.fd < 0)
-			ho.fd = -1;
+		int fd = dev->ctl_listen(path);
+		int ep = fd < 0 ? -1 : sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LISTENER_TAG};
+		if (ep >= 0 && real.epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			ho.fd = fd;
+			ho.ep = ep;
+		} else {
+			if (ep >= 0)
+				real.close(ep);
+			if (fd >= 0)
+				real.close(fd);
+		}
 	}
-	int fd = ho.fd;
+	int ep = ho.ep;
 	pthread_mutex_unlock(&ho.lock);
-	return fd;
+	return ep;
+}
+
+/* Closes every socket. Called with ho.lock held. */
+static void close_all(void)
+{
+	for (int i = 0; i < ho.nin; i++)
+		real.close(ho.in[i].fd);
+	for (int i = 0; i < ho.nout; i++)
+		real.close(ho.out[i].fd);
+	ho.nin = ho.nout = 0;
+	if (ho.ep >= 0)
+		real.close(ho.ep);
+	if (ho.fd >= 0)
+		real.close(ho.fd);
+	ho.ep = ho.fd = -1;
 }
 
 void handoff_atfork_child(void)
 {
-	/* Another thread of the parent may have held it. The socket is the
-	 * parent's (named after its pid): the child opens its own when asked. */
+	/* Another thread of the parent may have held them. The sockets are the
+	 * parent's (its listener is named after its pid, its links carry its
+	 * credentials): the child opens its own when asked. */
+	pthread_mutex_init(&ho.ask_lock, NULL);
+	pthread_mutex_init(&ho.serve_lock, NULL);
 	pthread_mutex_init(&ho.lock, NULL);
-	if (ho.fd >= 0)
-		real.close(ho.fd);
-	ho.fd = -1;
+	close_all();
 }
 
 void handoff_close(void)
 {
+	pthread_mutex_lock(&ho.ask_lock);
+	pthread_mutex_lock(&ho.serve_lock);
 	pthread_mutex_lock(&ho.lock);
-	if (ho.fd >= 0)
-		real.close(ho.fd);
-	ho.fd = -1;
+	close_all();
 	pthread_mutex_unlock(&ho.lock);
+	pthread_mutex_unlock(&ho.serve_lock);
+	pthread_mutex_unlock(&ho.ask_lock);
 }
 
 /* Where an answer goes: the connection its ASK came on, with the ASK's number. */
@@ -136,54 +183,157 @@ static int sibling(pid_t pid, unsigned port)
 	return 0;
 }
 
-/* One sibling's connection: its ASK, answered and closed. */
-static void answer(int c)
+/* Every ASK waiting on a sibling's link, answered. Returns -1 when the link
+ * must go: hung up, broken, or used by a process that does not accept on the
+ * port it asks about (which may have been a sibling once). */
+static int answer(int c, pid_t pid)
 {
-	char buf[sizeof(union clc_msg)];
-	union clc_msg m;
-	int fds[1], nfds = 0;
-	struct pollfd pf = {c, POLLIN, 0};
-	struct ucred cr;
-	socklen_t l = sizeof(cr);
+	for (;;) {
+		char buf[sizeof(union clc_msg)];
+		union clc_msg m;
+		int fds[1], nfds = 1;
+		ssize_t n = dev->ctl_recv(c, buf, sizeof(buf), fds, &nfds);
 
-	/* Its ASK follows its connect at once. */
-	ssize_t n = real.poll(&pf, 1, ASK_ARRIVAL_MS) == 1 ? dev->ctl_recv(c, buf, sizeof(buf), fds, &nfds)
-							  : -EAGAIN;
-	if (n > 0 && clc_decode(buf, (size_t)n, nfds, &m) == CLC_OK && m.hdr.type == CLC_ASK &&
-	    real.getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0 &&
-	    sibling(cr.pid, m.ask.server_port)) {
+		if (n == -EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		if (clc_decode(buf, (size_t)n, nfds, &m) != CLC_OK || m.hdr.type != CLC_ASK ||
+		    !sibling(pid, m.ask.server_port)) {
+			for (int i = 0; i < nfds; i++)
+				real.close(fds[i]);
+			stat_add(STAT_HANDSHAKE_ERR, 1);
+			return -1;
+		}
 		struct reply_to t = {c, m.ask.seq};
 		struct addr local, peer;
 		ask_addrs(&m.ask, &local, &peer);
 		if (!lgr_server_give(&local, &peer, send_handoff, &t)) {
 			struct clc_handoff h;
 			clc_handoff_init(&h, t.seq, NULL);
-			dev->ctl_send(c, &h, sizeof(h), NULL, 0);
+			if (dev->ctl_send(c, &h, sizeof(h), NULL, 0) != (ssize_t)sizeof(h))
+				return -1;
 		}
-	} else if (n != -EAGAIN) {
-		stat_add(STAT_HANDSHAKE_ERR, 1);
 	}
+}
+
+/* Called with ho.serve_lock held. */
+static void link_in(int c)
+{
+	pid_t pid = peer_pid(c);
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = (uint64_t)(uint32_t)pid << 32 | (uint32_t)c};
+
+	pthread_mutex_lock(&ho.lock);
+	if (pid > 0 && ho.nin < IN_MAX && real.epoll_ctl(ho.ep, EPOLL_CTL_ADD, c, &ev) == 0) {
+		ho.in[ho.nin++] = (struct link){c, pid};
+		c = -1;
+	}
+	pthread_mutex_unlock(&ho.lock);
+	if (c >= 0)
+		real.close(c);
+}
+
+/* Called with ho.serve_lock held. */
+static void unlink_in(int c)
+{
+	pthread_mutex_lock(&ho.lock);
+	for (int i = 0; i < ho.nin; i++)
+		if (ho.in[i].fd == c) {
+			ho.in[i] = ho.in[--ho.nin];
+			break;
+		}
+	pthread_mutex_unlock(&ho.lock);
+	/* Closing removes it from the epoll instance. */
 	real.close(c);
 }
 
 void handoff_serve(void)
 {
-	int lfd = handoff_fd(), c;
+	struct epoll_event ev[16];
+	int ep = handoff_fd(), n, c;
 
-	if (lfd < 0)
+	if (ep < 0)
 		return;
-	while ((c = dev->ctl_accept(lfd)) >= 0)
-		answer(c);
+	pthread_mutex_lock(&ho.serve_lock);
+	do {
+		n = ho.ep < 0 ? 0 : real.epoll_wait(ho.ep, ev, 16, 0);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u64 == LISTENER_TAG) {
+				while ((c = dev->ctl_accept(ho.fd)) >= 0)
+					link_in(c);
+				continue;
+			}
+			c = (int)(uint32_t)ev[i].data.u64;
+			if (answer(c, (pid_t)(ev[i].data.u64 >> 32)) < 0)
+				unlink_in(c);
+		}
+	} while (n == 16);
+	pthread_mutex_unlock(&ho.serve_lock);
+}
+
+/* Our link to sibling pid, opened if there is none. Called with ho.ask_lock
+ * held. */
+static int link_out(pid_t pid)
+{
+	char path[4200];
+
+	for (int i = 0; i < ho.nout; i++)
+		if (ho.out[i].pid == pid)
+			return ho.out[i].fd;
+	path_of(pid, path, sizeof(path));
+	int c = dev->ctl_connect(path);
+	if (c < 0)
+		return -1;
+	/* Proposals come only from the sibling itself. */
+	if (peer_pid(c) != pid) {
+		real.close(c);
+		return -1;
+	}
+	pthread_mutex_lock(&ho.lock);
+	if (ho.nout == ASK_MAX)
+		real.close(ho.out[--ho.nout].fd);
+	ho.out[ho.nout++] = (struct link){c, pid};
+	pthread_mutex_unlock(&ho.lock);
+	return c;
+}
+
+/* Closes our link to pid: it broke, or an answer may still come on it, which
+ * would hold the client's socket in our queue. Called with ho.ask_lock held. */
+static void unlink_out(pid_t pid)
+{
+	pthread_mutex_lock(&ho.lock);
+	for (int i = 0; i < ho.nout; i++)
+		if (ho.out[i].pid == pid) {
+			real.close(ho.out[i].fd);
+			ho.out[i] = ho.out[--ho.nout];
+			break;
+		}
+	pthread_mutex_unlock(&ho.lock);
+}
+
+/* Sends a to sibling pid; a link that broke since its last use (the sibling
+ * dropped it) is opened again once. Returns the link or -1. */
+static int ask(pid_t pid, const struct clc_ask *a)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		int c = link_out(pid);
+		if (c < 0)
+			return -1;
+		if (dev->ctl_send(c, a, sizeof(*a), NULL, 0) == (ssize_t)sizeof(*a))
+			return c;
+		unlink_out(pid);
+	}
+	return -1;
 }
 
 int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
 		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id)
 {
-	pid_t pids[ASK_MAX], me = getpid();
+	pid_t pids[ASK_MAX], asked_pid[ASK_MAX], me = getpid();
 	struct pollfd pf[ASK_MAX + 1];
-	char path[4200];
 	int n = registry_claimants(addr_port((const struct sockaddr *)bound), pids, ASK_MAX);
-	int asked = 0, got = 0;
+	int asked = 0, got = 0, hfd = handoff_fd();
 	struct addr local, remote;
 	struct clc_ask a;
 
@@ -197,26 +347,17 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 			return 0;
 		addr_from_sockaddr(&local, (struct sockaddr *)&ss);
 	}
-	pthread_mutex_lock(&ho.lock);
+	pthread_mutex_lock(&ho.ask_lock);
 	clc_ask_init(&a, ++ho.seq);
-	pthread_mutex_unlock(&ho.lock);
 	ask_fill(&a, &local, &remote);
 	/* While we wait, a sibling may be waiting for us: keep answering. */
-	pf[0] = (struct pollfd){handoff_fd(), POLLIN, 0};
+	pf[0] = (struct pollfd){hfd, POLLIN, 0};
 	for (int i = 0; i < n; i++) {
-		if (pids[i] == me)
-			continue;
-		path_of(pids[i], path, sizeof(path));
-		int c = dev->ctl_connect(path);
-		if (c < 0)
-			continue;
-		/* Proposals come only from the sibling itself. */
-		if (!listener_is(c, pids[i]) ||
-		    dev->ctl_send(c, &a, sizeof(a), NULL, 0) != (ssize_t)sizeof(a)) {
-			real.close(c);
-			continue;
+		int c = pids[i] == me ? -1 : ask(pids[i], &a);
+		if (c >= 0) {
+			asked_pid[asked] = pids[i];
+			pf[1 + asked++] = (struct pollfd){c, POLLIN, 0};
 		}
-		pf[1 + asked++] = (struct pollfd){c, POLLIN, 0};
 	}
 	uint64_t deadline = sys_now_ns() + HANDOFF_WAIT_MS * 1000000ull;
 	for (int left = asked; left && !got;) {
@@ -235,8 +376,8 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 			if (k == -EAGAIN)
 				continue;
 			int e = k > 0 ? clc_decode(buf, (size_t)k, nfds, &m) : CLC_ETRUNC;
-			if (e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq &&
-			    m.handoff.found) {
+			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
+			if (ok && m.handoff.found) {
 				got = lgr_server_adopt(tcpfd, peer, bound, netns_cookie, &m.handoff.p, fds,
 						       loc, bell);
 				if (got) {
@@ -244,12 +385,14 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 					stat_add(STAT_HANDOFFS, 1);
 				}
 			} else {
-				if (k > 0 && (e != CLC_OK || m.hdr.type != CLC_HANDOFF || m.handoff.seq != a.seq))
+				if (k > 0 && !ok)
 					stat_add(STAT_HANDSHAKE_ERR, 1);
 				for (int j = 0; j < (k > 0 ? nfds : 0); j++)
 					real.close(fds[j]);
 			}
-			real.close(pf[i].fd);
+			/* Answered: the link stays for the next ask, unless it broke. */
+			if (!ok)
+				unlink_out(asked_pid[i - 1]);
 			pf[i].fd = -1;
 			left--;
 		}
@@ -257,10 +400,11 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 	int silent = 0;
 	for (int i = 1; i <= asked; i++)
 		if (pf[i].fd >= 0) {
-			real.close(pf[i].fd);
-			silent = 1;
+			unlink_out(asked_pid[i - 1]);
+			silent = !got;
 		}
-	if (!got && silent)
+	pthread_mutex_unlock(&ho.ask_lock);
+	if (silent)
 		registry_handoff_failed(addr_port((const struct sockaddr *)bound));
 	return got;
 }

@@ -5,12 +5,13 @@
  * worker took its channel, while the kernel hands each connection to any of
  * them. A worker that accepted a connection and holds no proposal for it ASKs
  * the port's other claimants (registry_claimants), each at its own handoff
- * socket, passing its accepted socket as proof; the holder answers with a
- * HANDOFF of the proposal and its descriptors (clc.h).
+ * socket, over a connection kept open for the next ask; the holder answers with
+ * a HANDOFF of the proposal and its descriptors (clc.h).
  *
  * A holder answers from wherever it waits for its listener: inside its epoll
- * waits (the handoff socket sits in every epoll set that watches a registered
- * listener) and while it asks itself. */
+ * waits (the handoff's epoll instance, holding its socket and the siblings'
+ * connections, sits in every epoll set that watches a registered listener) and
+ * while it asks itself. */
 #ifndef USMC_HANDOFF_H
 #define USMC_HANDOFF_H
 
@@ -25,10 +26,11 @@ struct seg_loc;
 #define HANDOFF_WAIT_MS 50
 #define HANDOFF_CLIENT_WAIT_MS 200
 
-/* This process's handoff socket, opened on first use (a forked child opens its
- * own); -1 if it cannot be. */
+/* What to watch for siblings' asks: an epoll instance holding this process's
+ * handoff socket and the siblings' connections, opened on first use (a forked
+ * child opens its own); -1 if it cannot be. */
 int handoff_fd(void);
-/* Answers every ASK waiting on the handoff socket. */
+/* Takes siblings' new connections and answers every ASK waiting on them. */
 void handoff_serve(void);
 /* For a connection accepted on tcpfd from the listener bound to bound: ask the
  * port's other claimants for its proposal. Returns 1 and fills loc, bell and
@@ -37,7 +39,7 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
 /* After fork(), in the child. */
 void handoff_atfork_child(void);
-/* No listener left: the socket goes. */
+/* No listener left: the sockets go. */
 void handoff_close(void);
 
 #endif

@@ -1069,22 +1069,26 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 void lgr_server_listener_gone(void)
 {
 	char path[4200];
+	int last = 0;
 
 	pthread_mutex_lock(&srv.lock);
 	if (--srv.nlisteners == 0 && srv.lfd >= 0) {
+		last = 1;
 		server_drain();
 		props_filter(prop_any, NULL, decline_code(DECL_NO_DEVICE));
 		/* Link groups already open keep their channels; new clients find no
 		 * listener here any more, so the name goes. */
 		snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
 		unlink(path);
-		handoff_close();
 		real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, srv.lfd, NULL);
 		real.close(srv.lfd);
 		srv.lfd = -1;
 		srv.name[0] = 0;
 	}
 	pthread_mutex_unlock(&srv.lock);
+	/* Outside srv.lock: answering siblings takes it under the handoff's locks. */
+	if (last)
+		handoff_close();
 }
 
 /* In a forked child: a link group of the parent's that the child must not use.

@@ -417,7 +417,9 @@ void lgr_unpend(struct usock *s)
 {
 	struct lgr *g = s->seg.lgr;
 
-	if (!g || !s->pending_pprev)
+	/* The link is read under the lock too: a connection proposed after ours
+	 * rewrites it. */
+	if (!g)
 		return;
 	pthread_mutex_lock(&g->lock);
 	unpend(s);

@@ -290,6 +290,7 @@ static int link_out(pid_t pid)
 		real.close(c);
 		return -1;
 	}
+	stat_add(STAT_HANDOFF_LINKS, 1);
 	pthread_mutex_lock(&ho.lock);
 	if (ho.nout == ASK_MAX)
 		real.close(ho.out[--ho.nout].fd);

@@ -24,6 +24,7 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_RING_FULL] = "ring_full",
 	[STAT_DOORBELLS] = "doorbells",
 	[STAT_HANDOFFS] = "handoffs",
+	[STAT_HANDOFF_LINKS] = "handoff_links",
 	[STAT_PEEK_CALLS] = "peek_calls",
 	[STAT_OOB_CALLS] = "urgent_calls",
 	[STAT_SENDFILE_CALLS] = "sendfile_calls",

@@ -51,6 +51,7 @@ static const char stats_usage[] =
 	"  ring_full, doorbells               writers that found the ring full, wake-ups\n"
 	"  handoffs                           connections whose proposal another process\n"
 	"                                     accepting on the same socket handed over\n"
+	"  handoff_links                      connections opened to such processes to ask\n"
 	"  fallback_REASON                    fallbacks for each reason seen\n"
 	"  peek_calls, urgent_calls           MSG_PEEK and MSG_OOB calls on accelerated sockets\n"
 	"  sendfile_calls, splice_calls       sendfile and splice calls on them\n"

@@ -251,16 +251,20 @@ static void unlink_in(int c)
 void handoff_serve(void)
 {
 	struct epoll_event ev[16];
-	int ep = handoff_fd(), n, c;
+	int n, c;
 
-	if (ep < 0)
+	if (handoff_fd() < 0)
 		return;
+	/* Closing them takes serve_lock: they stay what they are read as here. */
 	pthread_mutex_lock(&ho.serve_lock);
+	pthread_mutex_lock(&ho.lock);
+	int ep = ho.ep, lfd = ho.fd;
+	pthread_mutex_unlock(&ho.lock);
 	do {
-		n = ho.ep < 0 ? 0 : real.epoll_wait(ho.ep, ev, 16, 0);
+		n = ep < 0 ? 0 : real.epoll_wait(ep, ev, 16, 0);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u64 == LISTENER_TAG) {
-				while ((c = dev->ctl_accept(ho.fd)) >= 0)
+				while ((c = dev->ctl_accept(lfd)) >= 0)
 					link_in(c);
 				continue;
 			}

@@ -381,6 +381,12 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 			if (k == -EAGAIN)
 				continue;
 			int e = k > 0 ? clc_decode(buf, (size_t)k, nfds, &m) : CLC_ETRUNC;
+			if (e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq < a.seq &&
+			    !m.handoff.found) {
+				/* "Not here" for an ask another sibling answered first. */
+				i--;
+				continue;
+			}
 			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
 			if (ok && m.handoff.found) {
 				got = lgr_server_adopt(tcpfd, peer, bound, netns_cookie, &m.handoff.p, fds,
@@ -402,11 +408,15 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 			left--;
 		}
 	}
+	/* A sibling yet to answer keeps its link once another handed the proposal
+	 * over: it can only say "not here", which the next ask skips. One silent
+	 * while nobody answered may still hand it over late, with the client's
+	 * socket: its link goes, so that the answer is refused. */
 	int silent = 0;
 	for (int i = 1; i <= asked; i++)
-		if (pf[i].fd >= 0) {
+		if (pf[i].fd >= 0 && !got) {
 			unlink_out(asked_pid[i - 1]);
-			silent = !got;
+			silent = 1;
 		}
 	pthread_mutex_unlock(&ho.ask_lock);
 	if (silent)

@@ -37,6 +37,9 @@ SERVER_RUN=() CLIENT_RUN=()
 echo_pair() {
     local rd=$1 port=${ECHO_PORT:-}
     [ -n "$port" ] || port=$(pick_port)
+    # Gone before the server starts: the background job truncates it only when it runs, and
+    # the last pair's "listening" must not pass for this server's.
+    rm -f "$WORK/server.out"
     USMC_RUNDIR=$rd timeout 30 "${SERVER_RUN[@]}" "$ECHO" server "$2" "$port" ${5:-} \
         >"$WORK/server.out" 2>&1 &
     server=$!

@@ -21,6 +21,9 @@ static const struct dev_ops *dev = &dev_lo;
 
 /* Siblings asked at once: the claimants a port records. */
 #define ASK_MAX 8
+/* Our connections to siblings: one more than an ask uses, so that one is
+ * always free to go. */
+#define OUT_MAX (ASK_MAX + 1)
 /* Siblings' connections kept open to us. */
 #define IN_MAX 64
 /* The data of the listening socket's entry in our epoll instance; a sibling's
@@ -33,6 +36,7 @@ static const struct dev_ops *dev = &dev_lo;
 struct link {
 	int fd;
 	pid_t pid;
+	uint64_t seq;     /* ours: the last ask sent on it */
 };
 
 static struct {
@@ -44,11 +48,11 @@ static struct {
 	int ep;           /* epoll instance holding fd and the links in: what waiters watch */
 	struct link in[IN_MAX];   /* siblings' connections to us */
 	int nin;
-	struct link out[ASK_MAX]; /* our connections to siblings */
+	struct link out[OUT_MAX]; /* our connections to siblings */
 	int nout;
 	uint64_t seq;     /* numbers our asks */
 } ho = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	-1, -1, {{0, 0}}, 0, {{0, 0}}, 0, 0};
+	-1, -1, {{0, 0, 0}}, 0, {{0, 0, 0}}, 0, 0};
 
 /* Abstract, so that workers which dropped privileges can reach each other
  * whatever the runtime directory's permissions (they may not even look it up);
@@ -217,19 +221,30 @@ static int answer(int c, pid_t pid)
 	}
 }
 
-/* Called with ho.serve_lock held. */
+/* Called with ho.serve_lock held, between two batches of events (an evicted
+ * link must not be named by one still to be handled). When all the places are
+ * taken, by connections that never ask perhaps, the oldest goes: a sibling
+ * whose link is gone connects again at its next ask. */
 static void link_in(int c)
 {
 	pid_t pid = peer_pid(c);
 	struct epoll_event ev = {.events = EPOLLIN,
 				 .data.u64 = (uint64_t)(uint32_t)pid << 32 | (uint32_t)c};
+	int old = -1;
 
 	pthread_mutex_lock(&ho.lock);
-	if (pid > 0 && ho.nin < IN_MAX && real.epoll_ctl(ho.ep, EPOLL_CTL_ADD, c, &ev) == 0) {
-		ho.in[ho.nin++] = (struct link){c, pid};
+	if (pid > 0 && ho.nin == IN_MAX) {
+		old = ho.in[0].fd;
+		memmove(ho.in, ho.in + 1, sizeof(ho.in[0]) * (IN_MAX - 1));
+		ho.nin--;
+	}
+	if (pid > 0 && real.epoll_ctl(ho.ep, EPOLL_CTL_ADD, c, &ev) == 0) {
+		ho.in[ho.nin++] = (struct link){c, pid, 0};
 		c = -1;
 	}
 	pthread_mutex_unlock(&ho.lock);
+	if (old >= 0)
+		real.close(old);
 	if (c >= 0)
 		real.close(c);
 }
@@ -240,7 +255,8 @@ static void unlink_in(int c)
 	pthread_mutex_lock(&ho.lock);
 	for (int i = 0; i < ho.nin; i++)
 		if (ho.in[i].fd == c) {
-			ho.in[i] = ho.in[--ho.nin];
+			memmove(ho.in + i, ho.in + i + 1, sizeof(ho.in[0]) * (size_t)(ho.nin - i - 1));
+			ho.nin--;
 			break;
 		}
 	pthread_mutex_unlock(&ho.lock);
@@ -260,31 +276,38 @@ void handoff_serve(void)
 	pthread_mutex_lock(&ho.lock);
 	int ep = ho.ep, lfd = ho.fd;
 	pthread_mutex_unlock(&ho.lock);
+	int again;
 	do {
+		int accepting = 0;
 		n = ep < 0 ? 0 : real.epoll_wait(ep, ev, 16, 0);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u64 == LISTENER_TAG) {
-				while ((c = dev->ctl_accept(lfd)) >= 0)
-					link_in(c);
+				accepting = 1;
 				continue;
 			}
 			c = (int)(uint32_t)ev[i].data.u64;
 			if (answer(c, (pid_t)(ev[i].data.u64 >> 32)) < 0)
 				unlink_in(c);
 		}
-	} while (n == 16);
+		while (accepting && (c = dev->ctl_accept(lfd)) >= 0)
+			link_in(c);
+		/* A new link's first ASK may already wait. */
+		again = n == 16 || accepting;
+	} while (again);
 	pthread_mutex_unlock(&ho.serve_lock);
 }
 
-/* Our link to sibling pid, opened if there is none. Called with ho.ask_lock
- * held. */
-static int link_out(pid_t pid)
+/* Our link to sibling pid for the ask numbered seq, opened if there is none.
+ * Called with ho.ask_lock held. */
+static int link_out(pid_t pid, uint64_t seq)
 {
 	char path[4200];
 
 	for (int i = 0; i < ho.nout; i++)
-		if (ho.out[i].pid == pid)
+		if (ho.out[i].pid == pid) {
+			ho.out[i].seq = seq;
 			return ho.out[i].fd;
+		}
 	path_of(pid, path, sizeof(path));
 	int c = dev->ctl_connect(path);
 	if (c < 0)
@@ -296,9 +319,14 @@ static int link_out(pid_t pid)
 	}
 	stat_add(STAT_HANDOFF_LINKS, 1);
 	pthread_mutex_lock(&ho.lock);
-	if (ho.nout == ASK_MAX)
-		real.close(ho.out[--ho.nout].fd);
-	ho.out[ho.nout++] = (struct link){c, pid};
+	/* Full of links to processes that left (workers replaced by a reload): one
+	 * this ask does not use goes. */
+	for (int i = 0; ho.nout == OUT_MAX && i < ho.nout; i++)
+		if (ho.out[i].seq != seq) {
+			real.close(ho.out[i].fd);
+			ho.out[i] = ho.out[--ho.nout];
+		}
+	ho.out[ho.nout++] = (struct link){c, pid, seq};
 	pthread_mutex_unlock(&ho.lock);
 	return c;
 }
@@ -322,7 +350,7 @@ static void unlink_out(pid_t pid)
 static int ask(pid_t pid, const struct clc_ask *a)
 {
 	for (int tries = 0; tries < 2; tries++) {
-		int c = link_out(pid);
+		int c = link_out(pid, a->seq);
 		if (c < 0)
 			return -1;
 		if (dev->ctl_send(c, a, sizeof(*a), NULL, 0) == (ssize_t)sizeof(*a))

@@ -2,7 +2,7 @@
  * epoll set, as nginx's workers do. The kernel hands a connection to either worker, while
  * its client's proposal reaches the one that took the client's control channel.
  *
- * usage: prefork alternate|nobody|poll|stopped|foreign|holder_exits
+ * usage: prefork alternate|nobody|poll|stopped|foreign|crowd|holder_exits
  *   alternate  the workers take turns: worker 0 accepts the first connection (and with it
  *              the client's channel), worker 1 every second one after that. Each connection
  *              echoes a stream of its own, exactly, accelerated on both sides: worker 1 gets
@@ -22,6 +22,10 @@
  *              process that does not accept on the port asks worker 0 for it, naming the
  *              right 4-tuple: it is told "not here" and gets no descriptor, and the
  *              connection, accepted by worker 1 afterwards, is handed over and accelerated.
+ *   crowd      before worker 1 first asks, a process that accepts nothing opens more
+ *              connections to worker 0's handoff socket than it keeps for its siblings, and
+ *              never asks on them: worker 1's connection still gets in, and the alternation
+ *              goes on as above, every connection handed over and accelerated.
  *   holder_exits worker 1 takes a connection handed over by worker 0, which is then killed:
  *              its client's channel hangs up while the client waits (past the 200 ms it
  *              takes to look) for worker 1's echo, which worker 1 sends late. The connection
@@ -45,6 +49,8 @@
 
 #define STREAM 20000u
 #define TURNS 40
+/* More than a worker keeps of its siblings' connections (handoff.c's IN_MAX). */
+#define CROWD 80
 
 /* holder_exits: how long worker 1 keeps a connection waiting before it echoes. */
 static unsigned echo_delay_ms;
@@ -154,12 +160,26 @@ static void turn(struct fl_chan *ch, uint16_t port, unsigned i)
     exchange(ch, fl_connect(port), i);
 }
 
-/* A process that accepts nothing asks worker w for the proposal of the connection from
- * client_port to port, at its handoff socket (named after the run directory and its pid). */
-static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
+/* A connection to worker w's handoff socket (named after the run directory and its pid). */
+static int handoff_connect(pid_t w)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the run directory's path */
+
+    for (const char *p = fl_rundir(); *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "usmc-h-%016llx-%d",
+             (unsigned long long)h, (int)w);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+        FAIL("connecting to worker 0's handoff socket: %s", fl_errname(errno));
+    return s;
+}
+
+/* A process that accepts nothing asks worker w for the proposal of the connection from
+ * client_port to port. */
+static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
+{
     struct clc_ask a = {.hdr = {CLC_EYECATCHER, CLC_ASK, CLC_VERSION, sizeof(a)}, .family = 4,
                         .server_port = port, .client_port = client_port, .seq = 1};
     union clc_msg m;
@@ -168,15 +188,9 @@ static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                         .msg_controllen = sizeof(cbuf)};
 
-    for (const char *p = fl_rundir(); *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "usmc-h-%016llx-%d",
-             (unsigned long long)h, (int)w);
     a.server_ip[0] = a.client_ip[0] = 127;
     a.server_ip[3] = a.client_ip[3] = 1;
-    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (s < 0 || connect(s, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-        FAIL("connecting to worker 0's handoff socket: %s", fl_errname(errno));
+    int s = handoff_connect(w);
     if (send(s, &a, sizeof(a), 0) != (ssize_t)sizeof(a))
         FAIL("ask: %s", fl_errname(errno));
     ssize_t n = recvmsg(s, &mh, 0);
@@ -192,8 +206,9 @@ int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "poll") &&
                       strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign") &&
+                      strcmp(argv[1], "crowd") &&
                       strcmp(argv[1], "holder_exits") && strcmp(argv[1], "nobody")))
-        FAIL("usage: prefork alternate|nobody|poll|stopped|foreign|holder_exits");
+        FAIL("usage: prefork alternate|nobody|poll|stopped|foreign|crowd|holder_exits");
     bool nobody = !strcmp(argv[1], "nobody");
     if (nobody && geteuid() != 0) {
         printf("not root: cannot make workers nobody\n");
@@ -289,6 +304,22 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    pid_t crowd = -1;
+    if (!strcmp(argv[1], "crowd")) {
+        struct fl_chan cch;
+        fl_chan_init(&cch);
+        if ((crowd = fl_fork()) == 0) {
+            fl_chan_side(&cch, 1);
+            for (int i = 0; i < CROWD; i++)
+                handoff_connect(w[0]);
+            fl_post(&cch, 1);
+            pause();
+            _exit(0);
+        }
+        fl_chan_side(&cch, 0);
+        fl_wait(&cch);
+        printf("%d silent connections to worker 0's handoff socket\n", CROWD);
+    }
     if (stopped) {
         if (kill(w[0], SIGSTOP) < 0)
             FAIL("SIGSTOP: %s", fl_errname(errno));
@@ -302,6 +333,10 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 1; i < TURNS; i++)
         turn(&ch[i % 2], port, 100 + i);
+    if (crowd > 0) {
+        kill(crowd, SIGKILL);
+        fl_reap(crowd);
+    }
     printf("%u connections, every stream exact\n", TURNS + (stopped ? 3 : 0));
     if (nobody && (fl_stat_self(STAT_HANDOFFS) != TURNS / 2 ||
                    fl_stat_self(stat_side_id(SIDE_CLIENT, SIDE_ACCEL)) != TURNS))

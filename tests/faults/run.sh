@@ -58,6 +58,7 @@ tests=(
     "prefork_alternate|prefork alternate|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
     "prefork_nobody|prefork nobody||"
     "prefork_poll|prefork poll|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
+    "prefork_crowd|prefork crowd|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
     "prefork_holder_exits|prefork holder_exits|client_conn_accelerated==2 server_conn_accelerated==2 handoffs==1 conn_fallback==0|"
     "prefork_stopped|prefork stopped|client_conn_accelerated==1 handoffs==0 client_conn_fallback==42 server_fallback_client_not_usmc==42|"
     "prefork_foreign|prefork foreign|client_conn_accelerated==2 server_conn_accelerated==2 handoffs==1 handshake_errors==1|"

@@ -371,7 +371,7 @@ static struct arena *adopted;
 
 struct arena *lgr_arena_adopt(int fd, uint64_t size)
 {
-	struct stat st, o;
+	struct stat st;
 	struct arena *a;
 
 	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size) {
@@ -380,13 +380,15 @@ struct arena *lgr_arena_adopt(int fd, uint64_t size)
 	}
 	pthread_mutex_lock(&adopted_lock);
 	for (a = adopted; a; a = a->next)
-		if (fstat(a->fd, &o) == 0 && o.st_ino == st.st_ino && o.st_dev == st.st_dev)
+		if (a->ino == st.st_ino && a->dev == st.st_dev)
 			break;
 	if (a) {
 		real.close(fd);
 	} else if ((a = calloc(1, sizeof(*a))) && (a->base = dev->arena_map(fd, size))) {
 		a->fd = sys_fd_high(fd);
 		a->size = size;
+		a->dev = st.st_dev;
+		a->ino = st.st_ino;
 		a->next = adopted;
 		adopted = a;
 	} else {

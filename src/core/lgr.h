@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "addr.h"
 #include "bellcache.h"
@@ -25,6 +26,8 @@ struct arena {
 	int fd;                 /* its memfd, kept so that exec() can hand it over */
 	int unsent;             /* client: the memfd still has to go with a proposal */
 	int refs;               /* adopted after exec(): connections using it */
+	dev_t dev;              /* adopted: its memfd, told apart from others without */
+	ino_t ino;              /* a system call per arena at every adoption */
 	unsigned char *base;
 	uint64_t size;
 	uint64_t bump;          /* client: first never-used byte */

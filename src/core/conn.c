@@ -1326,7 +1326,7 @@ int conn_close(struct usock *s, int fd)
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
 			/* Another process still holds this end: only our copies go. */
 			close_bell(s);
-			lgr_seg_forget(s);
+			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;
 		} else {
 			/* The last holder ends the connection from the latest state. */
@@ -1504,7 +1504,7 @@ fail:
 		}
 		close_bell(s);
 		if (s->seg.arena)
-			lgr_seg_forget(s);
+			lgr_seg_forget(&s->seg);
 		usock_put(s);
 	}
 	return NULL;

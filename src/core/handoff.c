@@ -360,6 +360,21 @@ static int ask(pid_t pid, const struct clc_ask *a)
 	return -1;
 }
 
+/* The next message on link c, past the "not here"s it still owed to asks
+ * before seq that another sibling answered first. As ctl_recv, with the
+ * message decoded into m (e: clc_decode's verdict). */
+static ssize_t recv_answer(int c, uint64_t seq, union clc_msg *m, int *fds, int *nfds, int *e)
+{
+	for (int room = *nfds;; *nfds = room) {
+		char buf[sizeof(union clc_msg)];
+		ssize_t k = dev->ctl_recv(c, buf, sizeof(buf), fds, nfds);
+		*e = k > 0 ? clc_decode(buf, (size_t)k, *nfds, m) : CLC_ETRUNC;
+		if (*e != CLC_OK || m->hdr.type != CLC_HANDOFF || m->handoff.seq >= seq ||
+		    m->handoff.found)
+			return k;
+	}
+}
+
 int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
 		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id)
 {
@@ -402,19 +417,11 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 		for (int i = 1; i <= asked && !got; i++) {
 			if (pf[i].fd < 0 || !pf[i].revents)
 				continue;
-			char buf[sizeof(union clc_msg)];
 			union clc_msg m;
-			int fds[CLC_FD_MAX], nfds = CLC_FD_MAX;
-			ssize_t k = dev->ctl_recv(pf[i].fd, buf, sizeof(buf), fds, &nfds);
+			int fds[CLC_FD_MAX], nfds = CLC_FD_MAX, e;
+			ssize_t k = recv_answer(pf[i].fd, a.seq, &m, fds, &nfds, &e);
 			if (k == -EAGAIN)
 				continue;
-			int e = k > 0 ? clc_decode(buf, (size_t)k, nfds, &m) : CLC_ETRUNC;
-			if (e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq < a.seq &&
-			    !m.handoff.found) {
-				/* "Not here" for an ask another sibling answered first. */
-				i--;
-				continue;
-			}
 			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
 			if (ok && m.handoff.found) {
 				got = lgr_server_adopt(tcpfd, peer, bound, netns_cookie, &m.handoff.p, fds,

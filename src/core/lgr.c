@@ -428,10 +428,8 @@ void lgr_unpend(struct usock *s)
 	pthread_mutex_unlock(&g->lock);
 }
 
-void lgr_seg_forget(struct usock *s)
+void lgr_seg_forget(struct seg_loc *loc)
 {
-	struct seg_loc *loc = &s->seg;
-
 	if (loc->lgr)
 		lgr_put(loc->lgr);
 	else

@@ -91,7 +91,7 @@ void lgr_client_poll(struct lgr *g);
 void lgr_unpend(struct usock *s);
 /* Drops a connection's hold on its segment without releasing it: another
  * process still holds the connection's end. */
-void lgr_seg_forget(struct usock *s);
+void lgr_seg_forget(struct seg_loc *loc);
 /* After exec(): map an arena handed over by the previous program (taking over
  * fd), or find the one already mapped from the same memfd. NULL on failure. */
 struct arena *lgr_arena_adopt(int fd, uint64_t size);

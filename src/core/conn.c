@@ -361,14 +361,16 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	int bell;
 	uint64_t id;
 	struct seg_loc loc;
+	struct lgr_accepted c;
 
 	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
-	if (lgr_server_match(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1 &&
-	    (!registry_port_shared((struct sockaddr *)&l->bound) ||
-	     !registry_handoff_ok(addr_port((struct sockaddr *)&l->bound)) ||
-	     handoff_fetch(fd, peer, &l->bound, &l->netns_cookie, &loc, &bell, &id) != 1)) {
+	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
+	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
+	     (!registry_port_shared((struct sockaddr *)&l->bound) ||
+	      !registry_handoff_ok(c.local.port) ||
+	      handoff_fetch(&c, &loc, &bell, &id) != 1))) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;
 	}

@@ -375,36 +375,24 @@ static ssize_t recv_answer(int c, uint64_t seq, union clc_msg *m, int *fds, int 
 	}
 }
 
-int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
-		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id)
+int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, uint64_t *conn_id)
 {
 	pid_t pids[ASK_MAX], asked_pid[ASK_MAX], me = getpid();
 	struct pollfd pf[ASK_MAX + 1];
-	int n = registry_claimants(addr_port((const struct sockaddr *)bound), pids, ASK_MAX);
+	int n = registry_claimants(c->local.port, pids, ASK_MAX);
 	int asked = 0, got = 0, hfd = handoff_fd();
-	struct addr local, remote;
 	struct clc_ask a;
 
-	/* The listener's own address, unless it takes any. */
-	addr_from_sockaddr(&remote, peer);
-	addr_from_sockaddr(&local, (const struct sockaddr *)bound);
-	if (addr_is_any(&local)) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		if (getsockname(tcpfd, (struct sockaddr *)&ss, &sl) < 0)
-			return 0;
-		addr_from_sockaddr(&local, (struct sockaddr *)&ss);
-	}
 	pthread_mutex_lock(&ho.ask_lock);
 	clc_ask_init(&a, ++ho.seq);
-	ask_fill(&a, &local, &remote);
+	ask_fill(&a, &c->local, &c->peer);
 	/* While we wait, a sibling may be waiting for us: keep answering. */
 	pf[0] = (struct pollfd){hfd, POLLIN, 0};
 	for (int i = 0; i < n; i++) {
-		int c = pids[i] == me ? -1 : ask(pids[i], &a);
-		if (c >= 0) {
+		int link = pids[i] == me ? -1 : ask(pids[i], &a);
+		if (link >= 0) {
 			asked_pid[asked] = pids[i];
-			pf[1 + asked++] = (struct pollfd){c, POLLIN, 0};
+			pf[1 + asked++] = (struct pollfd){link, POLLIN, 0};
 		}
 	}
 	uint64_t deadline = sys_now_ns() + HANDOFF_WAIT_MS * 1000000ull;
@@ -424,8 +412,7 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 				continue;
 			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
 			if (ok && m.handoff.found) {
-				got = lgr_server_adopt(tcpfd, peer, bound, netns_cookie, &m.handoff.p, fds,
-						       loc, bell);
+				got = lgr_server_adopt(c, &m.handoff.p, fds, loc, bell);
 				if (got) {
 					*conn_id = m.handoff.p.conn_id;
 					stat_add(STAT_HANDOFFS, 1);
@@ -455,6 +442,6 @@ int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_
 		}
 	pthread_mutex_unlock(&ho.ask_lock);
 	if (silent)
-		registry_handoff_failed(addr_port((const struct sockaddr *)bound));
+		registry_handoff_failed(c->local.port);
 	return got;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+struct lgr_accepted;
 struct seg_loc;
 
 /* How long an acceptor waits for its siblings' answers. The client waits
@@ -32,11 +33,10 @@ struct seg_loc;
 int handoff_fd(void);
 /* Takes siblings' new connections and answers every ASK waiting on them. */
 void handoff_serve(void);
-/* For a connection accepted on tcpfd from the listener bound to bound: ask the
- * port's other claimants for its proposal. Returns 1 and fills loc, bell and
- * conn_id when one handed it off (as lgr_server_match()), else 0. */
-int handoff_fetch(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
-		  _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
+/* For an accepted connection: ask the port's other claimants for its proposal.
+ * Returns 1 and fills loc, bell and conn_id when one handed it off (as
+ * lgr_server_match()), else 0. */
+int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, uint64_t *conn_id);
 /* After fork(), in the child. */
 void handoff_atfork_child(void);
 /* No listener left: the sockets go. */

@@ -911,23 +911,28 @@ static struct prop *take_proposal(const struct addr *local, const struct addr *p
 	return hit;
 }
 
-int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct sockaddr_storage *bound,
-		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id)
+int lgr_accepted_init(struct lgr_accepted *c, int fd, const struct sockaddr *peer,
+		      const struct sockaddr_storage *bound, _Atomic uint64_t *netns_cookie)
 {
-	struct addr local, peer;
+	c->fd = fd;
+	c->netns_cookie = netns_cookie;
+	addr_from_sockaddr(&c->peer, peer);
+	addr_from_sockaddr(&c->local, (const struct sockaddr *)bound);
+	return addr_is_any(&c->local) ? sock_names(fd, &c->local, NULL) : 0;
+}
+
+int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bell,
+		     uint64_t *conn_id)
+{
+	const struct addr *local = &c->local, *peer = &c->peer;
 	struct prop *hit = NULL;
 
-	addr_from_sockaddr(&peer, peer_sa);
-	/* The listener's own address, unless it takes any. */
-	addr_from_sockaddr(&local, (const struct sockaddr *)bound);
-	if (addr_is_any(&local) && sock_names(tcpfd, &local, NULL) < 0)
-		return 0;
 	pthread_mutex_lock(&srv.lock);
 	if (srv.lfd < 0) {
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
-	hit = take_proposal(&local, &peer);
+	hit = take_proposal(local, peer);
 	if (hit && hit->lgr != srv.last) {
 		if (srv.last)
 			lgr_put(srv.last);
@@ -938,9 +943,9 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 		/* A proposal aimed at us from a client port that arrived from another
 		 * address has been translated on the way (NAT): the 4-tuples can never
 		 * mirror, so tell its client now instead of letting it time out. */
-		for (struct prop **pp = &srv.bucket[peer.port % NBUCKETS]; *pp;) {
+		for (struct prop **pp = &srv.bucket[peer->port % NBUCKETS]; *pp;) {
 			struct prop *p = *pp;
-			if (p->cl_local.port == peer.port && addr_equal(&p->cl_peer, &local)) {
+			if (p->cl_local.port == peer->port && addr_equal(&p->cl_peer, local)) {
 				*pp = p->next;
 				prop_drop(p, decline_code(DECL_BINDING));
 			} else {
@@ -951,7 +956,7 @@ int lgr_server_match(int tcpfd, const struct sockaddr *peer_sa, const struct soc
 	pthread_mutex_unlock(&srv.lock);
 	if (!hit)
 		return 0;
-	if (addr_is_loopback(&peer) && !same_netns(hit->fds[CLC_FD_TCP], tcpfd, netns_cookie)) {
+	if (addr_is_loopback(peer) && !same_netns(hit->fds[CLC_FD_TCP], c->fd, c->netns_cookie)) {
 		/* Loopback never crosses namespaces: a socket with the same 4-tuple in
 		 * another namespace is not the peer of the one we accepted. */
 		stat_add(STAT_HANDSHAKE_ERR, 1);
@@ -1004,19 +1009,15 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 	return 1;
 }
 
-int lgr_server_adopt(int tcpfd, const struct sockaddr *peer_sa, const struct sockaddr_storage *bound,
-		     _Atomic uint64_t *netns_cookie, const struct clc_proposal *p, int *fds,
+int lgr_server_adopt(const struct lgr_accepted *c, const struct clc_proposal *p, int *fds,
 		     struct seg_loc *loc, int *bell)
 {
-	struct addr local, peer, cl_local, cl_peer;
+	struct addr cl_local, cl_peer;
 	struct arena *a = NULL;
 
-	addr_from_sockaddr(&peer, peer_sa);
-	addr_from_sockaddr(&local, (const struct sockaddr *)bound);
-	if ((addr_is_any(&local) && sock_names(tcpfd, &local, NULL) < 0) ||
-	    sock_names(fds[CLC_FD_TCP], &cl_local, &cl_peer) < 0 ||
-	    !addr_equal(&cl_local, &peer) || !addr_equal(&cl_peer, &local) ||
-	    (addr_is_loopback(&peer) && !same_netns(fds[CLC_FD_TCP], tcpfd, netns_cookie)))
+	if (sock_names(fds[CLC_FD_TCP], &cl_local, &cl_peer) < 0 ||
+	    !addr_equal(&cl_local, &c->peer) || !addr_equal(&cl_peer, &c->local) ||
+	    (addr_is_loopback(&c->peer) && !same_netns(fds[CLC_FD_TCP], c->fd, c->netns_cookie)))
 		goto fail;
 	a = lgr_arena_adopt(fds[CLC_FD_ARENA], p->arena_size);
 	fds[CLC_FD_ARENA] = -1;

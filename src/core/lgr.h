@@ -113,13 +113,22 @@ int lgr_server_start(void);
 const char *lgr_server_name(void);
 /* Whether this process has an accelerated listener. */
 int lgr_server_listening(void);
-/* Server: after accept() returned tcpfd from the listener bound to bound (whose
- * network namespace cookie *netns_cookie caches, 0 until known), find the
- * proposal for it. Returns 1 and
- * fills loc/bell/conn_id on a match (the caller attaches), 0 if the client did not
+/* Server: a connection accept() returned, as proposals name it. */
+struct lgr_accepted {
+	int fd;
+	struct addr local, peer;
+	_Atomic uint64_t *netns_cookie; /* the listener's network namespace cookie, 0 until known */
+};
+/* Fills c for fd, accepted from peer on the listener bound to bound: local is the
+ * listener's own address, unless it takes any (one getsockname then, for every
+ * look that follows). Returns 0, or -1 if the socket's name cannot be had. */
+int lgr_accepted_init(struct lgr_accepted *c, int fd, const struct sockaddr *peer,
+		      const struct sockaddr_storage *bound, _Atomic uint64_t *netns_cookie);
+/* Server: find the proposal for an accepted connection. Returns 1 and fills
+ * loc/bell/conn_id on a match (the caller attaches), 0 if the client did not
  * propose, and -reason if a proposal matched but cannot be used (it was declined). */
-int lgr_server_match(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
-		     _Atomic uint64_t *netns_cookie, struct seg_loc *loc, int *bell, uint64_t *conn_id);
+int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bell,
+		     uint64_t *conn_id);
 /* g NULL (a connection handed off by a sibling): nothing to say it on. */
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
 /* Server, for a sibling that accepted a connection proposed to us, from peer on
@@ -129,12 +138,11 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
  * socket against its own. Returns 1 if it went. */
 int lgr_server_give(const struct addr *local, const struct addr *peer,
 		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx);
-/* Server: the proposal a sibling handed off for the connection we accepted on
- * tcpfd (see lgr_server_match), with its descriptors, which are taken over.
- * Checks that the client's socket mirrors ours and maps the arena; returns 1
- * and fills loc (without a link group) and bell, or 0. */
-int lgr_server_adopt(int tcpfd, const struct sockaddr *peer, const struct sockaddr_storage *bound,
-		     _Atomic uint64_t *netns_cookie, const struct clc_proposal *p, int *fds,
+/* Server: the proposal a sibling handed off for the connection we accepted (see
+ * lgr_server_match), with its descriptors, which are taken over. Checks that the
+ * client's socket mirrors ours and maps the arena; returns 1 and fills loc
+ * (without a link group) and bell, or 0. */
+int lgr_server_adopt(const struct lgr_accepted *c, const struct clc_proposal *p, int *fds,
 		     struct seg_loc *loc, int *bell);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);

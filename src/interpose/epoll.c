@@ -528,6 +528,13 @@ static void harvest(struct epshadow *sh)
 	} while (n == 64);
 }
 
+/* Puts r on the list collect() hands back to the ready list at its end. */
+static void keep_ready(struct epreg **keep, struct epreg *r)
+{
+	r->collect_next = *keep;
+	*keep = r;
+}
+
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
  * caller is about to sleep, so the edge-triggered registrations left unarmed
  * that saw nothing new are armed now (else they stay on the ready list, looked
@@ -555,8 +562,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		if (r->disabled || r->deleted)
 			continue;
 		if (n == max || r->reported == sh->wait_seq) {
-			r->collect_next = keep;
-			keep = r;
+			keep_ready(&keep, r);
 			continue;
 		}
 		struct usock *s = r->s;
@@ -568,8 +574,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			conn_stamp(s, want, &seen);
 		if (r->unarmed && conn_stamp_same(&seen, &r->stamp)) {
 			if (!arm) {
-				r->collect_next = keep;
-				keep = r;
+				keep_ready(&keep, r);
 				continue;
 			}
 			/* Armed before the stamp: what happens after it rings. */
@@ -595,8 +600,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			 * decline by the registry or a plain peer rings no bell), or a
 			 * socket the arm found ready that reports nothing yet. */
 			if (conn_pending(s) || conn_arm(s, r->fd, want)) {
-				r->collect_next = keep;
-				keep = r;
+				keep_ready(&keep, r);
 				sh->recheck = 1;
 			}
 			continue;
@@ -607,15 +611,13 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		n++;
 		if (r->events & EPOLLONESHOT) {
 			r->disabled = 1;
-		} else if (r->events & EPOLLET) {
+			continue;
+		}
+		if (r->events & EPOLLET) {
 			r->unarmed = 1;
 			r->stamp = seen;
-			r->collect_next = keep;
-			keep = r;
-		} else {
-			r->collect_next = keep;
-			keep = r;
 		}
+		keep_ready(&keep, r);
 	}
 	while ((r = keep)) {
 		keep = r->collect_next;

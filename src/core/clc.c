@@ -103,9 +103,12 @@ static int check_handoff(const struct clc_handoff *h, int nfds)
 		return memcmp(p, &none, sizeof(none)) ? CLC_EFIELD : nfds == 0 ? CLC_OK : CLC_EFDS;
 	if (p->hdr.eyecatcher != CLC_EYECATCHER || p->hdr.version != CLC_VERSION ||
 	    p->hdr.type != CLC_PROPOSAL || p->hdr.length != sizeof(*p) ||
-	    p->flags != CLC_F_NEW_ARENA)
+	    (p->flags & ~CLC_F_BELL_HELD) != CLC_F_NEW_ARENA)
 		return CLC_EFIELD;
-	return check_proposal(p, nfds);
+	struct clc_proposal q = *p;
+
+	q.flags = CLC_F_NEW_ARENA;
+	return check_proposal(&q, nfds);
 }
 
 int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)

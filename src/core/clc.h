@@ -51,6 +51,13 @@ enum clc_fd {
  * the one it kept for this segment (a new connection costs no socket pair).
  * Never with CLC_F_NEW_ARENA. */
 #define CLC_F_BELL_KEPT 0x2u
+/* Only in a HANDOFF: the sibling keeps its own descriptor of the doorbell end,
+ * as the server's end for the segment's next connection (whose proposal reaches
+ * it). The asker closing its copy then leaves the socket open, and says the end
+ * was kept: no socket pair is made, and none is closed, which would cost every
+ * process on the host a run of the kernel's Unix socket collector while any
+ * descriptor is in flight. */
+#define CLC_F_BELL_HELD 0x4u
 
 struct clc_hdr {
 	uint32_t eyecatcher;
@@ -99,8 +106,9 @@ struct clc_ask {
 };
 
 /* found: p is the proposal as the client sent it, except that its arena always
- * travels (CLC_F_NEW_ARENA, with the arena's size), followed by its
- * descriptors: the client's TCP socket, the server's doorbell end, the arena.
+ * travels (CLC_F_NEW_ARENA, with the arena's size) and the sender may keep the
+ * doorbell end too (CLC_F_BELL_HELD), followed by its descriptors: the client's
+ * TCP socket, the server's doorbell end, the arena.
  * Not found: p is zero and nothing travels. */
 struct clc_handoff {
 	struct clc_hdr hdr;

@@ -1468,7 +1468,7 @@ struct usock *conn_import(const struct conn_export *in)
 		goto fail;
 	s->server = x.server;
 	s->seg = (struct seg_loc){NULL, a, x.seg_off, x.seg_size, {x.ring_size[0], x.ring_size[1]},
-				  (struct seg_hdr *)(a->base + x.seg_off), SEG_BELL_UNKNOWN};
+				  (struct seg_hdr *)(a->base + x.seg_off), SEG_BELL_UNKNOWN, 0};
 	a = NULL;
 	rings_setup(s);
 	s->tx.pos = x.tx_pos;

@@ -234,6 +234,7 @@ static int bell_new(int *ours, int *theirs)
 
 	if (dev->doorbell_create(pair) < 0)
 		return -ENOMEM;
+	stat_add(STAT_BELL_PAIRS, 1);
 	*ours = sys_fd_high(pair[0]);
 	*theirs = pair[1];
 	return 0;
@@ -300,7 +301,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 		return n < 0 ? (int)n : -EPROTO;
 	}
 	a->unsent = 0;
-	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h, unread};
+	*loc = (struct seg_loc){g, a, off, size, {ring_size[0], ring_size[1]}, h, unread, 0};
 	s->conn_id = p.conn_id;
 	s->pending_next = g->pending;
 	s->pending_pprev = &g->pending;
@@ -458,8 +459,12 @@ void lgr_seg_release(struct usock *s, enum lgr_role role, int bell)
 	uint32_t bit = role == LGR_CLIENT ? SEG_REL_CLIENT : SEG_REL_SERVER;
 
 	if (!g) {
-		/* Adopted after exec(): the segment goes back to a link group of the
-		 * process before, or of the peer, which find it released. */
+		/* Adopted after exec() or from a sibling: the segment goes back to a
+		 * link group of the process before, the sibling or the peer, which
+		 * find it released. A sibling holding the doorbell end too has kept
+		 * it: closing our descriptor leaves the socket open. */
+		if (bell >= 0 && loc->bell_held)
+			bit |= SEG_REL_BELL_KEPT;
 		bell_close(&bell);
 		atomic_fetch_or(&loc->hdr->released, bit);
 		arena_unadopt(loc->arena);
@@ -967,7 +972,7 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	*loc = (struct seg_loc){hit->lgr, a, hit->p.seg_off, hit->p.seg_size,
 				{hit->p.ring_size[0], hit->p.ring_size[1]},
-				(struct seg_hdr *)(a->base + hit->p.seg_off), hit->bell_unread};
+				(struct seg_hdr *)(a->base + hit->p.seg_off), hit->bell_unread, 0};
 	*conn_id = hit->p.conn_id;
 	real.close(hit->fds[CLC_FD_TCP]);
 	*bell = hit->fds[CLC_FD_BELL];
@@ -993,18 +998,30 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	struct clc_proposal p = hit->p;
 	/* The arena's own descriptor goes along: sending copies it, and it stays
-	 * the link group's. */
+	 * the link group's. So does the doorbell end's, kept for the segment's next
+	 * connection as if ours had ended (how many rings it holds then is the
+	 * sibling's to count). */
 	int fds[CLC_FD_MAX] = {hit->fds[CLC_FD_TCP], hit->fds[CLC_FD_BELL], a->fd};
-	p.flags = CLC_F_NEW_ARENA;
+	p.flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
 	p.arena_size = a->size;
 	if (send(ctx, &p, fds) < 0) {
 		/* It stays ours, and we cannot attach it: the client falls back. */
 		prop_drop(hit, decline_code(DECL_MEMORY));
 		return 0;
 	}
-	for (int i = 0; i < CLC_FD_ARENA; i++)
-		real.close(fds[i]);
-	lgr_put(hit->lgr);
+	real.close(fds[CLC_FD_TCP]);
+	/* Kept only once sent: until then a second proposal for the segment (a
+	 * broken client) could close it and hand its number to another file. If
+	 * keeping fails the sibling still says kept, and the segment's next
+	 * proposal is declined: one connection falls back. */
+	struct lgr *g = hit->lgr;
+	pthread_mutex_lock(&g->lock);
+	if (!g->dead && bellcache_put(&g->kept, bellcache_key(p.arena_id, p.seg_off), fds[CLC_FD_BELL],
+				      SEG_BELL_UNKNOWN) == 0)
+		fds[CLC_FD_BELL] = -1;
+	pthread_mutex_unlock(&g->lock);
+	bell_close(&fds[CLC_FD_BELL]);
+	lgr_put(g);
 	free(hit);
 	return 1;
 }
@@ -1026,7 +1043,8 @@ int lgr_server_adopt(const struct lgr_accepted *c, const struct clc_proposal *p,
 		goto fail;
 	/* A sibling's kept doorbell end comes without its count. */
 	*loc = (struct seg_loc){NULL, a, p->seg_off, p->seg_size, {p->ring_size[0], p->ring_size[1]},
-				(struct seg_hdr *)(a->base + p->seg_off), SEG_BELL_UNKNOWN};
+				(struct seg_hdr *)(a->base + p->seg_off), SEG_BELL_UNKNOWN,
+				(p->flags & CLC_F_BELL_HELD) != 0};
 	real.close(fds[CLC_FD_TCP]);
 	*bell = fds[CLC_FD_BELL];
 	return 1;

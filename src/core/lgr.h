@@ -72,6 +72,8 @@ struct seg_loc {
 	/* At most how many rings the connection's doorbell end still holds from
 	 * the segment's earlier connections (SEG_BELL_UNKNOWN: nobody counted). */
 	uint32_t bell_unread;
+	/* Handed over by a sibling that keeps the doorbell end too (CLC_F_BELL_HELD). */
+	int bell_held;
 };
 #define SEG_BELL_UNKNOWN UINT32_MAX
 

@@ -75,7 +75,9 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 			return 0;
 		if (!o.found)
 			return !memcmp(&o.p, zero, sizeof(zero)) && nfds == 0;
-		/* a proposal of its own, whose arena always travels */
+		/* a proposal of its own, whose arena always travels, and whose doorbell
+		 * end the sender may keep too */
+		o.p.flags &= ~CLC_F_BELL_HELD;
 		return o.p.hdr.eyecatcher == CLC_EYECATCHER && o.p.hdr.version == CLC_VERSION &&
 		       o.p.hdr.type == CLC_PROPOSAL && o.p.hdr.length == sizeof(o.p) &&
 		       o.p.flags == CLC_F_NEW_ARENA && proposal_ok(&o.p, nfds);
@@ -169,6 +171,8 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	a.client_port = 40000;
 	emit_msg(emit, 0, &a, sizeof(a));
 	clc_handoff_init(&h, 9, &p);
+	emit_msg(emit, CLC_FD_MAX, &h, sizeof(h));
+	h.p.flags |= CLC_F_BELL_HELD;
 	emit_msg(emit, CLC_FD_MAX, &h, sizeof(h));
 	clc_handoff_init(&h, 9, NULL);
 	emit_msg(emit, 0, &h, sizeof(h));

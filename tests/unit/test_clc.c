@@ -430,6 +430,17 @@ static void test_ask_handoff(void)
 	kept.flags = CLC_F_BELL_KEPT;
 	clc_handoff_init(&h, 7, &kept);
 	CHECK_EQ(decode(&h, sizeof(h), 1), CLC_EFIELD);
+	/* the sender may keep the doorbell end too, which still travels */
+	clc_handoff_init(&h, 7, &p);
+	h.p.flags |= CLC_F_BELL_HELD;
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_OK);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX - 1), CLC_EFDS);
+	h.p.flags |= CLC_F_BELL_KEPT;
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX - 1), CLC_EFIELD);
+	/* ...but only in a handoff: a client has no sibling keeping anything */
+	p.flags |= CLC_F_BELL_HELD;
+	CHECK_EQ(decode(&p, sizeof(p), CLC_FD_MAX), CLC_EFIELD);
+	p.flags = CLC_F_NEW_ARENA;
 	clc_handoff_init(&h, 7, &p);
 	h.p.hdr.type = CLC_DECLINE;
 	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);

@@ -58,6 +58,15 @@ static void seg_list_free(struct seg_ref *r)
 	}
 }
 
+static void *arena_map(int fd, uint64_t size)
+{
+	void *p = dev->arena_map(fd, size);
+
+	if (p)
+		stat_add(STAT_ARENA_MAPS, 1);
+	return p;
+}
+
 static void arena_free(struct arena *a)
 {
 	real.close(a->fd);
@@ -208,7 +217,7 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 		if (fd < 0)
 			return fd;
 		a = calloc(1, sizeof(*a));
-		if (!a || !(a->base = dev->arena_map(fd, asz))) {
+		if (!a || !(a->base = arena_map(fd, asz))) {
 			free(a);
 			real.close(fd);
 			return -ENOMEM;
@@ -365,10 +374,35 @@ void lgr_client_poll(struct lgr *g)
 		client_mark_dead(g);
 }
 
-/* Arenas handed over across exec(): no link group owns them, their connections
- * do. */
+/* Arenas handed over across exec() or by a sibling: no link group owns them,
+ * their connections do. One whose last connection went stays mapped for a
+ * while, most recently idle first: a sibling hands over connection after
+ * connection from the same client's arena, and mapping it for each (checks,
+ * mmap, a descriptor moved, then munmap, and faults on its pages again) cost a
+ * prefork server about a tenth of its `Connection: close` rate. An idle arena
+ * goes at the first adoption or release after ADOPT_IDLE_NS, or when more than
+ * ADOPT_IDLE_MAX are idle; a process that adopts nothing more keeps at most
+ * those mapped. */
+#define ADOPT_IDLE_MAX 2
+#define ADOPT_IDLE_NS 2000000000ull
+
 static pthread_mutex_t adopted_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct arena *adopted;
+
+/* Called with adopted_lock held. */
+static void adopted_trim(uint64_t now)
+{
+	int idle = 0;
+
+	for (struct arena **pp = &adopted, *a; (a = *pp);) {
+		if (!a->refs && (now - a->idle_since > ADOPT_IDLE_NS || ++idle > ADOPT_IDLE_MAX)) {
+			*pp = a->next;
+			arena_free(a);
+		} else {
+			pp = &a->next;
+		}
+	}
+}
 
 struct arena *lgr_arena_adopt(int fd, uint64_t size)
 {
@@ -385,7 +419,7 @@ struct arena *lgr_arena_adopt(int fd, uint64_t size)
 			break;
 	if (a) {
 		real.close(fd);
-	} else if ((a = calloc(1, sizeof(*a))) && (a->base = dev->arena_map(fd, size))) {
+	} else if ((a = calloc(1, sizeof(*a))) && (a->base = arena_map(fd, size))) {
 		a->fd = sys_fd_high(fd);
 		a->size = size;
 		a->dev = st.st_dev;
@@ -399,6 +433,7 @@ struct arena *lgr_arena_adopt(int fd, uint64_t size)
 	}
 	if (a)
 		a->refs++;
+	adopted_trim(sys_now_ns());
 	pthread_mutex_unlock(&adopted_lock);
 	return a;
 }
@@ -440,6 +475,8 @@ void lgr_seg_forget(struct seg_loc *loc)
 
 static void arena_unadopt(struct arena *a)
 {
+	uint64_t now = sys_now_ns();
+
 	pthread_mutex_lock(&adopted_lock);
 	if (--a->refs == 0) {
 		for (struct arena **pp = &adopted; *pp; pp = &(*pp)->next)
@@ -447,8 +484,11 @@ static void arena_unadopt(struct arena *a)
 				*pp = a->next;
 				break;
 			}
-		arena_free(a);
+		a->idle_since = now;
+		a->next = adopted;
+		adopted = a;
 	}
+	adopted_trim(now);
 	pthread_mutex_unlock(&adopted_lock);
 }
 
@@ -682,7 +722,7 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 		int fd = fds[CLC_FD_ARENA];
 		a = NULL;
 		if (!arena_find(g, p->arena_id) && (a = calloc(1, sizeof(*a)))) {
-			a->base = dev->arena_map(fd, p->arena_size);
+			a->base = arena_map(fd, p->arena_size);
 			if (!a->base) {
 				free(a);
 				a = NULL;

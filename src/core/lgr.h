@@ -25,7 +25,8 @@ struct arena {
 	uint32_t id;
 	int fd;                 /* its memfd, kept so that exec() can hand it over */
 	int unsent;             /* client: the memfd still has to go with a proposal */
-	int refs;               /* adopted after exec(): connections using it */
+	int refs;               /* adopted: connections using it */
+	uint64_t idle_since;    /* adopted, none using it: since when (sys_now_ns) */
 	dev_t dev;              /* adopted: its memfd, told apart from others without */
 	ino_t ino;              /* a system call per arena at every adoption */
 	unsigned char *base;

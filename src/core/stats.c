@@ -26,6 +26,7 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_HANDOFFS] = "handoffs",
 	[STAT_HANDOFF_LINKS] = "handoff_links",
 	[STAT_BELL_PAIRS] = "doorbell_pairs",
+	[STAT_ARENA_MAPS] = "arena_maps",
 	[STAT_PEEK_CALLS] = "peek_calls",
 	[STAT_OOB_CALLS] = "urgent_calls",
 	[STAT_SENDFILE_CALLS] = "sendfile_calls",

@@ -41,6 +41,7 @@ enum stat_id {
 	STAT_HANDOFFS,         /* proposals a sibling acceptor handed us (handoff.h) */
 	STAT_HANDOFF_LINKS,    /* connections to siblings opened to ask them (handoff.h) */
 	STAT_BELL_PAIRS,       /* doorbells made: none when a segment's ends kept theirs */
+	STAT_ARENA_MAPS,       /* arenas mapped, made or received */
 	STAT_FALLBACK_REASON,  /* DECL_MAX counters follow, both sides */
 	/* Calls on accelerated sockets that shared memory serves its own way. */
 	STAT_PEEK_CALLS = STAT_FALLBACK_REASON + DECL_MAX,

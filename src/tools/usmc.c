@@ -54,6 +54,7 @@ static const char stats_usage[] =
 	"  handoff_links                      connections opened to such processes to ask\n"
 	"  doorbell_pairs                     doorbells made; a segment's next connection\n"
 	"                                     reuses the one both ends kept\n"
+	"  arena_maps                         arenas mapped, made or received\n"
 	"  fallback_REASON                    fallbacks for each reason seen\n"
 	"  peek_calls, urgent_calls           MSG_PEEK and MSG_OOB calls on accelerated sockets\n"
 	"  sendfile_calls, splice_calls       sendfile and splice calls on them\n"

@@ -55,7 +55,7 @@ tests=(
     "other_user_nobody|other_user nobody|conn_accelerated>1 fallback_peer_not_usmc>0|"
     "other_user_squatted|other_user squatted||"
     "other_user_worker|other_user worker|server_conn_accelerated>0 client_conn_accelerated>0|"
-    "prefork_alternate|prefork alternate|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0 doorbell_pairs==1|"
+    "prefork_alternate|prefork alternate|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0 doorbell_pairs==1 arena_maps==3|"
     "prefork_nobody|prefork nobody||"
     "prefork_poll|prefork poll|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
     "prefork_crowd|prefork crowd|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"

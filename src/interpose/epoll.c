@@ -199,7 +199,10 @@ static int watch(struct epreg *r, int op)
 	}
 	if (real.epoll_ctl(r->sh->ifd, op, s->bell, &ev) < 0)
 		return -1;
-	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+	/* Writable says something only until connect() ends: a socket connected
+	 * already (every accepted one) would report it at once, waking the set
+	 * for nothing at each new connection. */
+	ev.events = EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLET | (s->connected ? 0 : EPOLLOUT);
 	ev.data.ptr = (void *)((uintptr_t)r | TAG_TCP);
 	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0) {
 		real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell, NULL);

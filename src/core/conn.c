@@ -319,13 +319,6 @@ plain:
 
 /* ------------------------------------------------------------ accept */
 
-static _Atomic pid_t my_pid;
-
-void conn_atfork_child(void)
-{
-	atomic_store(&my_pid, 0);
-}
-
 /* How often a process accepting on a port marked ambiguous looks whether the
  * others have gone (a reload's old workers finishing their connections). */
 #define RECLAIM_NS 1000000000ull
@@ -335,10 +328,8 @@ void conn_atfork_child(void)
  * it is so marked, claim again now and then: the last one left clears it. */
 static void claim_listener(struct usock *l)
 {
-	pid_t me = atomic_load_explicit(&my_pid, memory_order_relaxed);
+	pid_t me = sys_pid();
 
-	if (!me)
-		atomic_store_explicit(&my_pid, me = getpid(), memory_order_relaxed);
 	if (!l->registered)
 		return;
 	if (atomic_load_explicit(&l->accepting, memory_order_relaxed) == me) {

@@ -113,8 +113,6 @@ void conn_settle(struct usock *s, int fd);
  * the other process never came. */
 int conn_share(struct usock *s);
 void conn_unshare(struct usock *s);
-/* After fork(), in the child. */
-void conn_atfork_child(void);
 
 /* Fills x for an attached connection (the descriptor copies are the caller's);
  * -1 when it cannot be handed over. */

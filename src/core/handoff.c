@@ -377,7 +377,7 @@ static ssize_t recv_answer(int c, uint64_t seq, union clc_msg *m, int *fds, int 
 
 int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, uint64_t *conn_id)
 {
-	pid_t pids[ASK_MAX], asked_pid[ASK_MAX], me = getpid();
+	pid_t pids[ASK_MAX], asked_pid[ASK_MAX], me = sys_pid();
 	struct pollfd pf[ASK_MAX + 1];
 	int n = registry_claimants(c->local.port, pids, ASK_MAX);
 	int asked = 0, got = 0, hfd = handoff_fd();

@@ -108,6 +108,22 @@ int sys_fd_high(int fd)
 	return n;
 }
 
+static _Atomic pid_t my_pid;
+
+pid_t sys_pid(void)
+{
+	pid_t me = atomic_load_explicit(&my_pid, memory_order_relaxed);
+
+	if (!me)
+		atomic_store_explicit(&my_pid, me = getpid(), memory_order_relaxed);
+	return me;
+}
+
+void sys_atfork_child(void)
+{
+	atomic_store(&my_pid, 0);
+}
+
 uint64_t sys_now_ns(void)
 {
 	struct timespec ts;

@@ -92,6 +92,10 @@ static inline struct sys_calls *sys_calls(void)
 int sys_fd_high(int fd);
 
 uint64_t sys_now_ns(void);
+/* getpid(), asked once per process: accepting connections asks it often.
+ * sys_atfork_child() forgets it in a child. */
+pid_t sys_pid(void);
+void sys_atfork_child(void);
 /* Milliseconds left until deadline_ns (0 = none: -1, infinite). */
 int sys_ms_left(uint64_t deadline_ns);
 

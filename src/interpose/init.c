@@ -42,7 +42,7 @@ static void atfork_child(void)
 
 	lgr_atfork_child();
 	handoff_atfork_child();
-	conn_atfork_child();
+	sys_atfork_child();
 	socktab_atfork_child(server);
 	registry_atfork_child();
 }

@@ -2,7 +2,17 @@
 
 #include <stdlib.h>
 
+#include "hooks.h"
 #include "sys.h"
+
+void bell_close(int *fd)
+{
+	if (*fd < 0)
+		return;
+	epoll_bell_gone(*fd);
+	real.close(*fd);
+	*fd = -1;
+}
 
 static uint32_t slot_of(const struct bellcache *c, uint64_t key)
 {
@@ -56,7 +66,7 @@ int bellcache_put(struct bellcache *c, uint64_t key, int fd, uint32_t unread)
 		return -1;
 	struct bell_slot *s = find(c, key);
 	if (s->used)
-		real.close(s->fd);
+		bell_close(&s->fd);
 	else
 		c->n++;
 	s->used = 1;
@@ -84,15 +94,14 @@ void bellcache_drop(struct bellcache *c, uint64_t key)
 {
 	int fd = bellcache_take(c, key, NULL);
 
-	if (fd >= 0)
-		real.close(fd);
+	bell_close(&fd);
 }
 
 void bellcache_clear(struct bellcache *c)
 {
 	for (uint32_t i = 0; i < c->cap; i++)
 		if (c->tab[i].used)
-			real.close(c->tab[i].fd);
+			bell_close(&c->tab[i].fd);
 	free(c->tab);
 	*c = (struct bellcache){NULL, 0, 0};
 }

@@ -24,6 +24,10 @@ static inline uint64_t bellcache_key(uint32_t arena_id, uint64_t seg_off)
 	return (uint64_t)arena_id << 32 | seg_off >> 12;
 }
 
+/* Closes a doorbell end (if *fd >= 0) and sets *fd to -1. Every end goes this
+ * way, so that epoll first forgets its watch of it (epoll_bell_gone). */
+void bell_close(int *fd);
+
 /* Keeps fd, which may hold unread rings, for key, closing any kept before.
  * Returns -1 if out of memory (the caller still owns fd). */
 int bellcache_put(struct bellcache *c, uint64_t key, int fd, uint32_t unread);

@@ -162,13 +162,6 @@ static void notify_space(struct usock *s)
 		wake(s, &s->rx.sh->prod_how, &s->rx.sh->cons_kick);
 }
 
-static void close_bell(struct usock *s)
-{
-	if (s->bell >= 0)
-		real.close(s->bell);
-	s->bell = -1;
-}
-
 /* The rings as seen from this end: the client produces into ring 0 and consumes
  * ring 1, the server the other way round. */
 static void rings_setup(struct usock *s)
@@ -196,7 +189,7 @@ static void shm_teardown(struct usock *s, int clean)
 		lgr_peer_vanished(s->seg.lgr);
 
 	if (!clean || !s->seg.hdr)
-		close_bell(s);
+		bell_close(&s->bell);
 	else if (s->rx.sh)
 		s->seg.bell_unread = atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire) -
 				     atomic_load_explicit(&s->bells_drained, memory_order_relaxed) +
@@ -1318,7 +1311,7 @@ int conn_close(struct usock *s, int fd)
 		struct holders *h = s->hold;
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
 			/* Another process still holds this end: only our copies go. */
-			close_bell(s);
+			bell_close(&s->bell);
 			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;
 		} else {
@@ -1495,7 +1488,7 @@ fail:
 			holders_unmap(s->hold);
 			real.close(s->hold_fd);
 		}
-		close_bell(s);
+		bell_close(&s->bell);
 		if (s->seg.arena)
 			lgr_seg_forget(&s->seg);
 		usock_put(s);

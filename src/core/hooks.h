@@ -13,6 +13,9 @@ void epoll_sock_fallback(struct usock *s, int fd);
 void epoll_sock_rang(struct usock *s, const void *except);
 /* The socket is being destroyed: forget its epoll registrations. */
 void epoll_sock_closed(struct usock *s);
+/* A doorbell end is about to be closed, or to be used elsewhere (handed to a
+ * sibling): whatever epoll still watches of it under this descriptor goes. */
+void epoll_bell_gone(int fd);
 /* Before a blocking wait: forget the last signal seen by this thread. */
 void signal_wait_begin(void);
 /* After a wait failed with EINTR: should the call be restarted (SA_RESTART)? */

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "conn.h"
 #include "handoff.h"
+#include "hooks.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -39,13 +40,6 @@ static struct lgr *lgr_new(enum lgr_role role, int ctl)
 	g->refs = 1;
 	pthread_mutex_init(&g->lock, NULL);
 	return g;
-}
-
-static void bell_close(int *bell)
-{
-	if (*bell >= 0)
-		real.close(*bell);
-	*bell = -1;
 }
 
 static void seg_list_free(struct seg_ref *r)
@@ -630,8 +624,8 @@ static void prop_drop(struct prop *p, uint32_t decline)
 		if (atomic_load(&h->state) != SEG_ATTACHED)
 			atomic_fetch_or(&h->released, SEG_REL_SERVER);
 	}
-	for (int i = 0; i < CLC_FD_ARENA; i++)
-		real.close(p->fds[i]);
+	real.close(p->fds[CLC_FD_TCP]);
+	bell_close(&p->fds[CLC_FD_BELL]);
 	if (decline)
 		lgr_server_decline(p->lgr, p->p.conn_id, decline);
 	lgr_put(p->lgr);
@@ -777,9 +771,8 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	srv.unresolved = n;
 	return;
 drop:
-	for (int i = 0; i < CLC_FD_ARENA; i++)
-		if (fds[i] >= 0)
-			real.close(fds[i]);
+	real.close(fds[CLC_FD_TCP]);
+	bell_close(&fds[CLC_FD_BELL]);
 }
 
 /* Takes in one message from a link group's channel. Returns 0 when there was
@@ -1043,6 +1036,9 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 	 * sibling's to count). */
 	int fds[CLC_FD_MAX] = {hit->fds[CLC_FD_TCP], hit->fds[CLC_FD_BELL], a->fd};
 	p.flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
+	/* A kept end may still be watched here for its last connection: the
+	 * sibling's connection must not wake us. */
+	epoll_bell_gone(fds[CLC_FD_BELL]);
 	p.arena_size = a->size;
 	if (send(ctx, &p, fds) < 0) {
 		/* It stays ours, and we cannot attach it: the client falls back. */

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -27,6 +28,27 @@
 #include "fdtab.h"
 
 struct epshadow;
+struct epreg;
+
+/* A doorbell's entry in a private instance. A segment's doorbell ends serve
+ * connection after connection (both ends keep theirs), and so does the entry:
+ * when its connection goes it is parked, not removed, and the next connection
+ * on the same end in the same set takes it back. That saves an add and a
+ * removal per connection, the costliest system calls of a short connection
+ * (an add to an instance nested in the application's takes the kernel's loop
+ * check). Entries are found by descriptor in this process's table of them; a
+ * doorbell end's close (or its going to a sibling) first takes its entries out
+ * of there and of their instances (epoll_bell_gone), so an entry in the table
+ * always names the doorbell its descriptor holds. */
+struct bellwatch {
+	struct epshadow *sh;
+	int fd;
+	struct epreg *r;       /* the registration served; NULL while parked */
+	unsigned rang_parked;  /* rings heard while parked */
+	_Atomic int dead;      /* out of the table and the instance: freed by the set */
+	struct bellwatch *sh_next, **sh_pprev; /* every entry of the set, under sh->lock */
+	struct bellwatch *tab_next;            /* in the table, under watch_lock */
+};
 
 struct epreg {
 	struct epshadow *sh;
@@ -39,6 +61,7 @@ struct epreg {
 	int queued;         /* on sh->ready */
 	uint64_t reported;  /* the wait call that last reported it */
 	int plain;          /* the socket fell back: move it to the real instance */
+	struct bellwatch *bw; /* its doorbell's entry in the private instance */
 	/* Edge-triggered and reported, not armed yet: the next wait looks whether
 	 * anything happened since (stamp), which costs the peer no ring while the
 	 * application is busy with what it was given. */
@@ -67,7 +90,115 @@ struct epshadow {
 	int recheck;         /* a socket must be looked at again soon: wake up for it */
 	int handoff;         /* the handoff socket is in ifd */
 	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
+	struct bellwatch *bws;  /* doorbell entries, parked or serving */
+	_Atomic int bws_dead;   /* of them, removed by epoll_bell_gone */
 };
+
+/* A parked entry heard this many rings (those its connection's peer made late,
+ * at most two), so a connection on its doorbell end is watched some other way:
+ * it is removed rather than wake the set for nothing at every ring. */
+#define PARKED_RINGS_MAX 4
+#define WATCH_BUCKETS 256
+
+/* Doorbell entries by descriptor. Taken last, under anything. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bellwatch *watched[WATCH_BUCKETS];
+static _Atomic int nwatched;
+
+static struct bellwatch **bucket_of(int fd)
+{
+	return &watched[(unsigned)fd % WATCH_BUCKETS];
+}
+
+/* Called with watch_lock held. */
+static void tab_add(struct bellwatch *bw)
+{
+	struct bellwatch **b = bucket_of(bw->fd);
+
+	bw->tab_next = *b;
+	*b = bw;
+	atomic_fetch_add(&nwatched, 1);
+}
+
+/* Called with watch_lock held. */
+static void tab_remove(struct bellwatch *bw)
+{
+	for (struct bellwatch **pp = bucket_of(bw->fd); *pp; pp = &(*pp)->tab_next)
+		if (*pp == bw) {
+			*pp = bw->tab_next;
+			atomic_fetch_sub(&nwatched, 1);
+			return;
+		}
+}
+
+/* Called with sh->lock held. */
+static void bw_free(struct bellwatch *bw)
+{
+	*bw->sh_pprev = bw->sh_next;
+	if (bw->sh_next)
+		bw->sh_next->sh_pprev = bw->sh_pprev;
+	free(bw);
+}
+
+void epoll_bell_gone(int fd)
+{
+	if (!atomic_load(&nwatched))
+		return;
+	pthread_mutex_lock(&watch_lock);
+	for (struct bellwatch **pp = bucket_of(fd), *bw; (bw = *pp);) {
+		if (bw->fd != fd) {
+			pp = &bw->tab_next;
+			continue;
+		}
+		*pp = bw->tab_next;
+		atomic_fetch_sub(&nwatched, 1);
+		/* Its set lives while the entry is in the table (a dying one takes
+		 * its entries out under this lock first). A harvest running meanwhile
+		 * may hold the entry already: the set frees it later. */
+		real.epoll_ctl(bw->sh->ifd, EPOLL_CTL_DEL, fd, NULL);
+		bw->dead = 1;
+		atomic_fetch_add(&bw->sh->bws_dead, 1);
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+void epoll_atfork_child(void)
+{
+	/* Removing an entry from the instance here would remove the parent's:
+	 * the child's sets add their own, and close theirs with their copies. */
+	pthread_mutex_init(&watch_lock, NULL);
+	memset(watched, 0, sizeof(watched));
+	atomic_store(&nwatched, 0);
+}
+
+/* A parked entry heard a ring. Called with sh->lock held, from harvest. */
+static void parked_rang(struct bellwatch *bw)
+{
+	if (bw->dead || ++bw->rang_parked <= PARKED_RINGS_MAX)
+		return;
+	pthread_mutex_lock(&watch_lock);
+	if (!bw->dead) {
+		tab_remove(bw);
+		real.epoll_ctl(bw->sh->ifd, EPOLL_CTL_DEL, bw->fd, NULL);
+		bw_free(bw);
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+/* Frees the entries epoll_bell_gone took out. Called with sh->lock held, where
+ * no harvest can hold one, and none serves a registration any more. */
+static void bws_sweep(struct epshadow *sh)
+{
+	if (!atomic_load(&sh->bws_dead))
+		return;
+	for (struct bellwatch *bw = sh->bws, *n; bw; bw = n) {
+		n = bw->sh_next;
+		if (bw->dead && !bw->r) {
+			atomic_fetch_sub(&sh->bws_dead, 1);
+			bw_free(bw);
+		}
+	}
+}
 
 /* Which of a registration's descriptors fired (doorbell or TCP socket), in the
  * low bit of its data. */
@@ -187,17 +318,67 @@ static struct epreg *reg_find(struct epshadow *sh, struct usock *s, int fd)
 	return r;
 }
 
+/* The doorbell's entry for a new registration: the one parked for its end in
+ * this set, or a new one. Called with sh->lock held. */
+static int bell_watch(struct epreg *r)
+{
+	struct epshadow *sh = r->sh;
+	int fd = r->s->bell;
+	struct bellwatch *bw = NULL;
+
+	if (atomic_load(&nwatched)) {
+		pthread_mutex_lock(&watch_lock);
+		for (bw = *bucket_of(fd); bw; bw = bw->tab_next)
+			if (bw->fd == fd && bw->sh == sh && !bw->r)
+				break;
+		pthread_mutex_unlock(&watch_lock);
+	}
+	if (!bw) {
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+		if (!(bw = calloc(1, sizeof(*bw))))
+			return -1;
+		*bw = (struct bellwatch){.sh = sh, .fd = fd, .sh_next = sh->bws, .sh_pprev = &sh->bws};
+		if (sh->bws)
+			sh->bws->sh_pprev = &bw->sh_next;
+		sh->bws = bw;
+		ev.data.ptr = bw;
+		if (real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			bw_free(bw);
+			return -1;
+		}
+		pthread_mutex_lock(&watch_lock);
+		tab_add(bw);
+		pthread_mutex_unlock(&watch_lock);
+	}
+	bw->r = r;
+	r->bw = bw;
+	return 0;
+}
+
+/* The registration lets go of its doorbell's entry, which stays for the end's
+ * next connection unless the end is gone already. Called with sh->lock held. */
+static void bell_unwatch(struct epreg *r)
+{
+	struct bellwatch *bw = r->bw;
+
+	r->bw = NULL;
+	if (!bw)
+		return;
+	bw->r = NULL;
+	bw->rang_parked = 0;
+}
+
 static int watch(struct epreg *r, int op)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = r};
+	struct epoll_event ev;
 	struct usock *s = r->s;
 
 	if (op == EPOLL_CTL_DEL) {
-		real.epoll_ctl(r->sh->ifd, op, s->bell, NULL);
+		bell_unwatch(r);
 		real.epoll_ctl(r->sh->ifd, op, r->fd, NULL);
 		return 0;
 	}
-	if (real.epoll_ctl(r->sh->ifd, op, s->bell, &ev) < 0)
+	if (bell_watch(r) < 0)
 		return -1;
 	/* Writable says something only until connect() ends: a socket connected
 	 * already (every accepted one) would report it at once, waking the set
@@ -205,7 +386,7 @@ static int watch(struct epreg *r, int op)
 	ev.events = EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLET | (s->connected ? 0 : EPOLLOUT);
 	ev.data.ptr = (void *)((uintptr_t)r | TAG_TCP);
 	if (real.epoll_ctl(r->sh->ifd, op, r->fd, &ev) < 0) {
-		real.epoll_ctl(r->sh->ifd, EPOLL_CTL_DEL, s->bell, NULL);
+		bell_unwatch(r);
 		return -1;
 	}
 	return 0;
@@ -480,6 +661,15 @@ void epoll_shadow_put(struct obj *o)
 		reg_unlink(sh, r);
 		reg_free(r);
 	}
+	/* Its entries leave the table before the instance closes, so that
+	 * epoll_bell_gone finds none of them. */
+	pthread_mutex_lock(&watch_lock);
+	for (struct bellwatch *bw = sh->bws; bw; bw = bw->sh_next)
+		if (!bw->dead)
+			tab_remove(bw);
+	pthread_mutex_unlock(&watch_lock);
+	while (sh->bws)
+		bw_free(sh->bws);
 	if (sh->ifd >= 0)
 		real.close(sh->ifd);
 	if (sh->kick >= 0)
@@ -496,6 +686,7 @@ static void harvest(struct epshadow *sh)
 	struct epoll_event ev[64];
 	int n;
 
+	bws_sweep(sh);
 	do {
 		n = real.epoll_wait(sh->ifd, ev, 64, 0);
 		for (int i = 0; i < n; i++) {
@@ -513,6 +704,11 @@ static void harvest(struct epshadow *sh)
 				continue;
 			}
 			if (!(p & TAG_TCP)) {
+				struct bellwatch *bw = (struct bellwatch *)p;
+				if (!(r = bw->r)) {
+					parked_rang(bw);
+					continue;
+				}
 				conn_bell_rang(r->s, sh);
 			} else {
 				/* The TCP socket carries no data: only its FIN, RST, errors

@@ -7,5 +7,9 @@ void epoll_shadow_put(struct obj *o);
 /* connect() or listen() on s returned: registrations made before move to
  * shadows if s is now accelerated, stay real if it never will be. */
 void epoll_sock_settled(struct usock *s);
+/* After fork(), in the child, before link groups close their doorbell ends:
+ * the private instances are the parent's too, and the parent's entries in
+ * them stay the parent's. */
+void epoll_atfork_child(void);
 
 #endif

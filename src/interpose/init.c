@@ -14,6 +14,7 @@
 #include "../core/registry.h"
 #include "../core/socktab.h"
 #include "../core/sys.h"
+#include "epoll.h"
 #include "fdtab.h"
 
 static int active;
@@ -40,6 +41,7 @@ static void atfork_child(void)
 	 * will accept on it as another user. */
 	int server = lgr_server_listening();
 
+	epoll_atfork_child();
 	lgr_atfork_child();
 	handoff_atfork_child();
 	sys_atfork_child();

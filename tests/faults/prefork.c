@@ -2,7 +2,7 @@
  * epoll set, as nginx's workers do. The kernel hands a connection to either worker, while
  * its client's proposal reaches the one that took the client's control channel.
  *
- * usage: prefork alternate|nobody|poll|stopped|foreign|crowd|holder_exits
+ * usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits
  *   alternate  the workers take turns: worker 0 accepts the first connection (and with it
  *              the client's channel), worker 1 every second one after that. Each connection
  *              echoes a stream of its own, exactly, accelerated on both sides: worker 1 gets
@@ -14,6 +14,10 @@
  *              counts itself, since the counters live there.
  *   poll       the same with workers that wait in poll(), the listening socket always in
  *              the set (asking for nothing while it is not their turn).
+ *   epoll      the same with workers that serve each connection through their epoll set,
+ *              edge-triggered: worker 1 watches each handed-over connection's doorbell end,
+ *              received anew and likely under the descriptor of the one before, from the
+ *              set that watched that one.
  *   stopped    the same with worker 0 stopped (SIGSTOP) while worker 1 accepts: nobody hands
  *              the first proposal over, and worker 1 marks the port; that connection and
  *              every later one (the mark lasts longer than the test) carry their bytes
@@ -54,6 +58,8 @@
 
 /* holder_exits: how long worker 1 keeps a connection waiting before it echoes. */
 static unsigned echo_delay_ms;
+/* epoll: workers echo through their epoll set. */
+static bool echo_in_set;
 
 /* Echoes connection c to its end. */
 static void echo(int c)
@@ -68,6 +74,30 @@ static void echo(int c)
             FAIL("echo write: %s", fl_errname(errno));
     if (r < 0)
         FAIL("echo read: %s", fl_errname(errno));
+    close(c);
+}
+
+/* Echoes connection c to its end, waiting for it in ep (edge-triggered). */
+static void echo_epoll(int ep, int c)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = c};
+    char buf[65536];
+    ssize_t r;
+
+    if (fcntl(c, F_SETFL, O_NONBLOCK) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev) < 0)
+        FAIL("watching the connection: %s", fl_errname(errno));
+    while ((r = read(c, buf, sizeof(buf))) != 0) {
+        if (r > 0) {
+            if (write(c, buf, (size_t)r) != r)
+                FAIL("echo write: %s", fl_errname(errno));
+            continue;
+        }
+        if (errno != EAGAIN)
+            FAIL("echo read: %s", fl_errname(errno));
+        int n = epoll_wait(ep, &ev, 1, 10000);
+        if (n != 1 || ev.data.fd != c)
+            FAIL("waiting for the connection: %d %s", n, n < 0 ? fl_errname(errno) : "");
+    }
     close(c);
 }
 
@@ -136,7 +166,10 @@ static _Noreturn void worker(int lfd, struct fl_chan *ch)
         if (c < 0)
             continue;
         epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
-        echo(c);
+        if (echo_in_set)
+            echo_epoll(ep, c);
+        else
+            echo(c);
         fl_post(ch, 1);
     }
 }
@@ -206,9 +239,10 @@ int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "poll") &&
                       strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign") &&
+                      strcmp(argv[1], "epoll") &&
                       strcmp(argv[1], "crowd") &&
                       strcmp(argv[1], "holder_exits") && strcmp(argv[1], "nobody")))
-        FAIL("usage: prefork alternate|nobody|poll|stopped|foreign|crowd|holder_exits");
+        FAIL("usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits");
     bool nobody = !strcmp(argv[1], "nobody");
     if (nobody && geteuid() != 0) {
         printf("not root: cannot make workers nobody\n");
@@ -224,6 +258,7 @@ int main(int argc, char **argv)
         FAIL("exec: %s", fl_errname(errno));
     }
     bool stopped = !strcmp(argv[1], "stopped");
+    echo_in_set = !strcmp(argv[1], "epoll");
     uint16_t port;
     int lfd = fl_listen(&port);
     struct fl_chan ch[2];

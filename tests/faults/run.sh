@@ -57,6 +57,7 @@ tests=(
     "other_user_worker|other_user worker|server_conn_accelerated>0 client_conn_accelerated>0|"
     "prefork_alternate|prefork alternate|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0 doorbell_pairs==1 arena_maps==3|"
     "prefork_nobody|prefork nobody||"
+    "prefork_epoll|prefork epoll|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
     "prefork_poll|prefork poll|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
     "prefork_crowd|prefork crowd|client_conn_accelerated==40 server_conn_accelerated==40 handoffs==20 handoff_links==1 conn_fallback==0|"
     "prefork_holder_exits|prefork holder_exits|client_conn_accelerated==2 server_conn_accelerated==2 handoffs==1 conn_fallback==0|"

@@ -2,9 +2,10 @@
 /* The server's table of kept doorbell ends: every key finds what was put under it
  * (descriptor and unread count) through growth and removals (the probe runs
  * close up behind a removal), a replaced or dropped entry's descriptor is
- * closed, and nothing leaks. */
+ * closed, announced to epoll first while still open, and nothing leaks. */
 #include "bellcache.h"
 #include "check.h"
+#include "hooks.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,6 +13,16 @@
 static int is_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* epoll's hook: how many ends were announced before their close, and how many
+ * of those were still open then (a parked watch is removed by descriptor). */
+static int announced, announced_open;
+
+void epoll_bell_gone(int fd)
+{
+	announced++;
+	announced_open += is_open(fd);
 }
 
 /* A fresh descriptor standing for one segment's doorbell end. */
@@ -46,15 +57,20 @@ static void test_replace_closes(void)
 
 	uint32_t unread = 0;
 
+	announced = announced_open = 0;
 	CHECK_EQ(bellcache_put(&c, 3, a, 1), 0);
 	CHECK_EQ(bellcache_put(&c, 3, b, 2), 0);
 	CHECK(!is_open(a));
+	CHECK_EQ(announced, 1);
+	CHECK_EQ(announced_open, 1);
 	CHECK_EQ(c.n, 1);
 	CHECK_EQ(bellcache_take(&c, 3, &unread), b);
 	CHECK_EQ(unread, 2);
 	bellcache_put(&c, 3, b, 0);
 	bellcache_drop(&c, 3);
 	CHECK(!is_open(b));
+	CHECK_EQ(announced, 2);
+	CHECK_EQ(announced_open, 2);
 	CHECK_EQ(c.n, 0);
 	bellcache_clear(&c);
 }
@@ -85,7 +101,10 @@ static void test_many(void)
 		bellcache_put(&c, bellcache_key(1 + i % 3, (uint64_t)i << 12), fd, 0);
 	}
 	CHECK_EQ(c.n, N / 2);
+	announced = announced_open = 0;
 	bellcache_clear(&c);
+	CHECK_EQ(announced, N / 2);
+	CHECK_EQ(announced_open, N / 2);
 	for (int i = 1; i < N; i += 2)
 		CHECK(!is_open(fds[i]));
 	CHECK_EQ(c.n, 0);

@@ -378,6 +378,34 @@ void cf_read_exact(int fd, void *buf, size_t n)
         FAIL("read: EOF after %zu of %zu bytes", got, n);
 }
 
+void cf_epoll_read_exact(int ep, int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        struct epoll_event ev;
+        ssize_t k;
+        while (got < n && (k = read(fd, (char *)buf + got, n - got)) > 0)
+            got += (size_t)k;
+        if (got == n)
+            break;
+        int r = epoll_wait(ep, &ev, 1, 10000);
+        if (r != 1)
+            FAIL("epoll_wait returned %d after %zu of %zu bytes", r, got, n);
+    }
+}
+
+void cf_epoll_increments(int ep, int fd, uint32_t first, uint32_t rounds)
+{
+    for (uint32_t v = first; v < first + rounds; v++) {
+        uint32_t back;
+        cf_write_all(fd, &v, sizeof(v));
+        cf_epoll_read_exact(ep, fd, &back, sizeof(back));
+        if (back != v + 1)
+            FAIL("sent %u, got %u back", v, back);
+    }
+}
+
 void cf_set_nonblock(int fd, bool on)
 {
     int fl = fcntl(fd, F_GETFL);

@@ -121,6 +121,12 @@ void cf_interrupt_parent(void);
 void cf_write_all(int fd, const void *buf, size_t n);
 size_t cf_read_full(int fd, void *buf, size_t n); /* stops early only at EOF */
 void cf_read_exact(int fd, void *buf, size_t n);
+/* Reads exactly n bytes from non-blocking fd, waiting in ep (fd in it, edge-triggered)
+ * whenever it has nothing; a wait of 10 s ends the program. */
+void cf_epoll_read_exact(int ep, int fd, void *buf, size_t n);
+/* Round trips on fd, as cf_epoll_read_exact reads: sends first, first + 1, ... (4 bytes
+ * each, rounds of them), each expected back plus one. */
+void cf_epoll_increments(int ep, int fd, uint32_t first, uint32_t rounds);
 void cf_set_nonblock(int fd, bool on);
 void cf_ignore_sigpipe(void);
 void cf_on_signal(int sig, void (*handler)(int), int flags);

@@ -11,42 +11,15 @@
 #define CONNS 300
 #define ROUNDS 8
 
-/* Waits for fd through ep (edge-triggered), then reads exactly n bytes. */
-static void epoll_read(int ep, int fd, char *buf, size_t n)
-{
-    size_t got = 0;
-
-    while (got < n) {
-        struct epoll_event ev;
-        ssize_t k;
-        while (got < n && (k = read(fd, buf + got, n - got)) > 0)
-            got += (size_t)k;
-        if (got == n)
-            break;
-        int r = epoll_wait(ep, &ev, 1, 10000);
-        if (r != 1)
-            FAIL("epoll_wait returned %d after %zu of %zu bytes", r, got, n);
-    }
-}
-
 static void client(void *arg)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    char buf[4];
 
     for (uint32_t c = 0; c < CONNS; c++) {
         int fd = cf_connect(AF_INET, *(uint16_t *)arg);
         cf_set_nonblock(fd, true);
         cf_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLET, c);
-        for (uint32_t i = 0; i < ROUNDS; i++) {
-            uint32_t v = c * ROUNDS + i, back;
-            memcpy(buf, &v, sizeof(v));
-            cf_write_all(fd, buf, 4);
-            epoll_read(ep, fd, buf, 4);
-            memcpy(&back, buf, sizeof(back));
-            if (back != v + 1)
-                FAIL("connection %u, round %u: got %u back", c, i, back);
-        }
+        cf_epoll_increments(ep, fd, c * ROUNDS, ROUNDS);
         close(fd);
     }
     close(ep);
@@ -69,7 +42,7 @@ int main(void)
         for (int i = 0; i < ROUNDS; i++) {
             uint32_t v;
             if (ep >= 0)
-                epoll_read(ep, s, buf, 4);
+                cf_epoll_read_exact(ep, s, buf, 4);
             else
                 cf_read_exact(s, buf, 4);
             memcpy(&v, buf, sizeof(v));

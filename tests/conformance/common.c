@@ -395,6 +395,12 @@ void cf_epoll_read_exact(int ep, int fd, void *buf, size_t n)
     }
 }
 
+void cf_epoll_watch_in(int ep, int fd, uint64_t tag)
+{
+    cf_set_nonblock(fd, true);
+    cf_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLET, tag);
+}
+
 void cf_epoll_increments(int ep, int fd, uint32_t first, uint32_t rounds)
 {
     for (uint32_t v = first; v < first + rounds; v++) {

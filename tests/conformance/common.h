@@ -124,6 +124,9 @@ void cf_read_exact(int fd, void *buf, size_t n);
 /* Reads exactly n bytes from non-blocking fd, waiting in ep (fd in it, edge-triggered)
  * whenever it has nothing; a wait of 10 s ends the program. */
 void cf_epoll_read_exact(int ep, int fd, void *buf, size_t n);
+/* Makes fd non-blocking and watches it in ep for input, edge-triggered, with tag: what
+ * cf_epoll_read_exact expects. */
+void cf_epoll_watch_in(int ep, int fd, uint64_t tag);
 /* Round trips on fd, as cf_epoll_read_exact reads: sends first, first + 1, ... (4 bytes
  * each, rounds of them), each expected back plus one. */
 void cf_epoll_increments(int ep, int fd, uint32_t first, uint32_t rounds);

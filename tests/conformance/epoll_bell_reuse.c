@@ -17,8 +17,7 @@ static void client(void *arg)
 
     for (uint32_t c = 0; c < CONNS; c++) {
         int fd = cf_connect(AF_INET, *(uint16_t *)arg);
-        cf_set_nonblock(fd, true);
-        cf_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLET, c);
+        cf_epoll_watch_in(ep, fd, c);
         cf_epoll_increments(ep, fd, c * ROUNDS, ROUNDS);
         close(fd);
     }
@@ -35,10 +34,8 @@ int main(void)
     for (int c = 0; c < CONNS; c++) {
         int s = cf_accept(l);
         int ep = c % 5 == 4 ? -1 : sets[c % 7 == 6];
-        if (ep >= 0) {
-            cf_set_nonblock(s, true);
-            cf_epoll_ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLET, (uint64_t)c);
-        }
+        if (ep >= 0)
+            cf_epoll_watch_in(ep, s, (uint64_t)c);
         for (int i = 0; i < ROUNDS; i++) {
             uint32_t v;
             if (ep >= 0)

@@ -27,8 +27,7 @@ static void client(void *arg)
     char buf[8];
     int fd = cf_connect(AF_INET, *(uint16_t *)arg);
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    cf_set_nonblock(fd, true);
-    cf_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLET, 1);
+    cf_epoll_watch_in(ep, fd, 1);
     for (uint32_t i = 0; i < ROUNDS; i++) {
         memcpy(buf, &i, sizeof(i));
         cf_write_all(fd, buf, 4);

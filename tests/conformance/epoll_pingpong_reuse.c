@@ -14,8 +14,7 @@ static void client(void *arg)
     for (uint32_t c = 0; c < CONNS; c++) {
         int fd = cf_connect(AF_INET, *(uint16_t *)arg);
         int ep = epoll_create1(EPOLL_CLOEXEC);
-        cf_set_nonblock(fd, true);
-        cf_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLET, 1);
+        cf_epoll_watch_in(ep, fd, 1);
         cf_epoll_increments(ep, fd, c * ROUNDS, ROUNDS);
         close(ep);
         close(fd);
@@ -31,8 +30,7 @@ int main(void)
     for (int c = 0; c < CONNS; c++) {
         int s = cf_accept(l);
         int ep = epoll_create1(EPOLL_CLOEXEC);
-        cf_set_nonblock(s, true);
-        cf_epoll_ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLET, 2);
+        cf_epoll_watch_in(ep, s, 2);
         for (int i = 0; i < ROUNDS; i++) {
             uint32_t v;
             cf_epoll_read_exact(ep, s, buf, 4);

@@ -200,6 +200,13 @@ struct cached {
 	uint32_t changes;
 	enum cached_kind kind;
 	struct regentry e;
+	char path[4200]; /* the control socket's path, "" when too long */
+	/* The last destination judged against e, and its verdict: a client connects
+	 * to the same address again and again, and parsing e's list each time cost
+	 * as much as a system call. */
+	int judged;
+	struct addr judged_dst;
+	enum reg_verdict verdict;
 };
 #define NCACHED 8
 static struct cached cache[NCACHED];
@@ -225,9 +232,25 @@ static void cache_fill(struct cached *c, unsigned port, uint32_t changes)
 		else
 			c->kind = regentry_parse(t, &c->e) == 0 ? CACHED_ENTRY : CACHED_MALFORMED;
 	}
+	c->path[0] = 0;
+	if (c->kind == CACHED_ENTRY &&
+	    (unsigned)snprintf(c->path, sizeof(c->path), "%s/%s", cfg.rundir, c->e.name) >=
+		    sizeof(c->path))
+		c->path[0] = 0;
+	c->judged = 0;
 	c->port = port;
 	c->changes = changes;
 	c->valid = 1;
+}
+
+static enum reg_verdict cached_verdict(struct cached *c, const struct addr *dst)
+{
+	if (!c->judged || !addr_equal(&c->judged_dst, dst)) {
+		c->verdict = regentry_verdict(&c->e, dst, my_netns);
+		c->judged_dst = *dst;
+		c->judged = 1;
+	}
+	return c->verdict;
 }
 
 /* The port's entry as it is now, under cache_lock (the caller unlocks). */
@@ -448,9 +471,13 @@ int registry_lookup(const struct sockaddr *dst, char *path, unsigned len, enum d
 	if (c->kind == CACHED_AMBIGUOUS ||
 	    (c->kind != CACHED_ABSENT && registry_port_shared(dst) && !registry_handoff_ok(port)))
 		*why = DECL_AMBIGUOUS;
-	else if (c->kind == CACHED_ENTRY && regentry_verdict(&c->e, &d, my_netns) == REG_OK &&
-		 (unsigned)snprintf(path, len, "%s/%s", cfg.rundir, c->e.name) < len)
-		r = 0;
+	else if (c->kind == CACHED_ENTRY && c->path[0] && cached_verdict(c, &d) == REG_OK) {
+		size_t n = strlen(c->path);
+		if (n < len) {
+			memcpy(path, c->path, n + 1);
+			r = 0;
+		}
+	}
 	pthread_mutex_unlock(&cache_lock);
 	return r;
 }

@@ -49,14 +49,24 @@ better() {
     case $WL_BETTER in lower | higher) echo "$WL_BETTER is better" ;; *) echo "$WL_BETTER" ;; esac
 }
 
-# load_workload NAME: forgets the previous workload and reads NAME's definition.
+# load_workload NAME: forgets the previous workload and reads NAME's definition: WL_TITLE,
+# WL_UNIT, WL_BETTER, WL_MODES, WL_CASES, WL_TARGETS, and WL_NEEDS, the programs it runs that
+# are not part of usmc, each as PROGRAM:DEBIAN-PACKAGE.
 load_workload() {
     unset -f wl_server wl_client wl_label
-    unset WL_TITLE WL_UNIT WL_BETTER WL_MODES WL_CASES
+    unset WL_TITLE WL_UNIT WL_BETTER WL_MODES WL_CASES WL_NEEDS
     WL_TARGETS=()
     WL_NAME=$1
     . "$WL_DIR/$1.sh"
     declare -F wl_label >/dev/null || wl_label() { echo "$1"; }
+}
+
+# missing_programs: those of WL_NEEDS that are not on PATH, as PROGRAM:PACKAGE words
+missing_programs() {
+    local p
+    for p in ${WL_NEEDS:-}; do
+        command -v "${p%%:*}" >/dev/null || printf '%s ' "$p"
+    done
 }
 
 mode_name() {

@@ -56,7 +56,25 @@ REPS=${REPS:-5}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || usage
 export QUICK
 
+# install_needed: as root with apt-get, the packages of what the selected workloads run and this
+# machine lacks (BENCH_INSTALL=0: never); a workload whose programs are still missing is skipped.
+install_needed() {
+    local name p packages=()
+    for name in "${selected[@]}"; do
+        load_workload "$name"
+        for p in $(missing_programs); do
+            [[ " ${packages[*]} " = *" ${p#*:} "* ]] || packages+=("${p#*:}")
+        done
+    done
+    [ ${#packages[@]} -gt 0 ] && [ "${BENCH_INSTALL:-1}" != 0 ] && [ "$(id -u)" -eq 0 ] &&
+        command -v apt-get >/dev/null || return 0
+    say "installing ${packages[*]}"
+    "$ROOT/scripts/install-deps.sh" "${packages[@]}" >/dev/null 2>&1 ||
+        say "installing failed: the workloads that need it are skipped"
+}
+
 bench_begin
+install_needed
 build_programs || { say "building the benchmark programs failed"; exit 1; }
 [ -x "$USMC" ] || say "warning: $USMC is missing (run make): the usmc modes will fail"
 
@@ -186,8 +204,14 @@ ceiling() {
 
 # run_workload NAME: every case, repetition and mode of one workload, recorded in the TSV
 run_workload() {
-    local name=$1 case mode modes rep line
+    local name=$1 case mode modes rep line missing
     load_workload "$name"
+    missing=$(missing_programs | sed 's/:[^ ]*//g; s/ $//')
+    if [ -n "$missing" ]; then
+        say "== $name: skipped: $missing not installed (scripts/install-deps.sh installs it)"
+        printf '## %s: %s\n\nNot measured: %s not installed.\n\n' "$name" "$WL_TITLE" "$missing" >>"$MD"
+        return
+    fi
     say "== $name: $WL_TITLE ($WL_UNIT; $(better))"
     record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER"
     for case in "${WL_CASES[@]}"; do

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what building and testing usmc needs on Debian 12. Safe to run again: it returns at
-# once when everything is present. Runs as root.
+# Installs what building and testing usmc needs on Debian 12, or only the packages named as
+# arguments (bench/run.sh installs what its workloads run). Safe to run again: it returns at once
+# when everything is present. Runs as root.
 set -euo pipefail
 
-packages=(
+packages=("$@")
+[ ${#packages[@]} -gt 0 ] || packages=(
     build-essential make gcc clang libclang-rt-14-dev
     sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached postgresql
     iproute2 iptables procps psmisc python3 python3-matplotlib python3-jsonschema pkg-config

@@ -3,6 +3,7 @@ WL_TITLE="iperf3"
 WL_UNIT="Gbit/s"
 WL_BETTER=higher
 WL_MODES="tcp usmc usmc-bp"    # iperf3 has no Unix domain sockets
+WL_NEEDS="iperf3:iperf3"
 WL_CASES=(1 4)
 
 wl_label() { if [ "$1" = 1 ]; then echo "1 stream"; else echo "$1 streams (-P $1)"; fi; }

@@ -3,6 +3,7 @@ WL_TITLE="redis-benchmark, 200 connections, 1024 B values"
 WL_UNIT="requests/s"
 WL_BETTER=higher
 WL_MODES="tcp unix usmc usmc-bp"
+WL_NEEDS="redis-server:redis-server redis-benchmark:redis-tools"
 WL_CASES=(set get)
 WL_TARGETS=("set usmc >= 1.8" "get usmc >= 1.8" "set usmc >= 1.0 unix" "get usmc >= 1.0 unix")
 

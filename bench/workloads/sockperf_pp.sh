@@ -3,6 +3,7 @@ WL_TITLE="sockperf ping-pong latency"
 WL_UNIT="usec"
 WL_BETTER=lower
 WL_MODES="tcp usmc usmc-sleep usmc-bp bare bare-sleep"    # sockperf 3.7 has no Unix domain sockets
+WL_NEEDS="sockperf:sockperf"
 WL_CASES=(14 1024 65507)    # 65507: the largest message sockperf 3.7 takes
 WL_TARGETS=("14 usmc-sleep <= 0.5" "14 usmc-bp <= 0.1")
 

@@ -4,6 +4,7 @@ WL_TITLE="sockperf throughput"
 WL_UNIT="MBps"
 WL_BETTER=higher
 WL_MODES="tcp usmc usmc-bp bare"    # sockperf 3.7 has no Unix domain sockets
+WL_NEEDS="sockperf:sockperf"
 WL_CASES=(64000 1024 14)
 WL_TARGETS=("64000 usmc >= 2.5" "64000 usmc >= 0.7 bare" "14 usmc >= 10")
 

@@ -15,7 +15,9 @@ trap 'rm -rf "$out"' EXIT
 tree=$out/tree
 mkdir -p "$tree/bench" "$tree/build"
 tar -C bench --exclude=./results -cf - . | tar -C "$tree/bench" -xf -
-for d in src scripts build/bin build/lib; do ln -s "$PWD/$d" "$tree/$d"; done
+ln -s "$PWD/src" "$PWD/scripts" "$tree/"
+case ${USMC_BUILD:=build} in /*) ;; *) USMC_BUILD=$PWD/$USMC_BUILD ;; esac
+export USMC_BUILD
 printf '%s\n' '. "$WL_DIR/msgrate.sh"' 'WL_NEEDS="usmc-absent-program:usmc-absent-package"' \
     >"$tree/bench/workloads/absent.sh"
 BENCH_INSTALL=0 BENCH_SECONDS=1 BENCH_RESULTS=$out timeout 300 "$tree/bench/run.sh" --reps 1 absent msgrate \

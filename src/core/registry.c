@@ -232,8 +232,7 @@ static void cache_fill(struct cached *c, unsigned port, uint32_t changes)
 		else
 			c->kind = regentry_parse(t, &c->e) == 0 ? CACHED_ENTRY : CACHED_MALFORMED;
 	}
-	c->path[0] = 0;
-	if (c->kind == CACHED_ENTRY &&
+	if (c->kind != CACHED_ENTRY ||
 	    (unsigned)snprintf(c->path, sizeof(c->path), "%s/%s", cfg.rundir, c->e.name) >=
 		    sizeof(c->path))
 		c->path[0] = 0;

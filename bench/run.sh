@@ -249,9 +249,11 @@ run_workload() {
     fi
 }
 
-# targets: every selected workload's WL_TARGETS against this run's medians, as Markdown
+# targets: every selected workload's WL_TARGETS against this run's medians, as Markdown, and
+# for a target on the sleeping mode the same ratio for the bare ring sleeping: what no
+# transport that sleeps can beat on this machine.
 targets() {
-    local name t case mode op bound ref refcase r met
+    local name t case mode op bound ref refcase r met floor floors=
     echo "## Targets"
     echo
     echo "Each target is a ratio of medians from this run (see the workloads' WL_TARGETS)."
@@ -272,6 +274,13 @@ targets() {
             else
                 met="**no**"
             fi
+            if [ "$mode" = usmc-sleep ] && [[ " $WL_MODES " = *" bare-sleep "* ]]; then
+                floor=$(awk -v a="$(median "$name" "$case" bare-sleep)" -v b="$(median "$name" "$refcase" "$ref")" \
+                    'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3g\n", a / b }')
+                [ -z "$floor" ] || floors+="- $name, $(wl_label "$case"): $(mode_name bare-sleep) / $(mode_name "$ref") = $floor ×: the target is $(
+                    awk -v r="$floor" -v b="$bound" -v op="$op" 'BEGIN { exit !(op == "<=" ? r <= b : r >= b) }' &&
+                        echo within || echo out of) reach of a transport that sleeps, on this machine"$'\n'
+            fi
             printf '| %s | %s | %s / %s%s | %s %s × | %s | %s |\n' "$name" "$(wl_label "$case")" \
                 "$(mode_name "$mode")" "$(mode_name "$ref")" \
                 "$([ "$refcase" = "$case" ] || echo " ($(wl_label "$refcase"))")" \
@@ -280,6 +289,7 @@ targets() {
         done
     done
     echo
+    [ -z "$floors" ] || printf 'The sleeping targets against the floor, one wake-up and one sleep per message:\n\n%s\n' "$floors"
 }
 
 # plot: matplotlib from the distribution if no python3 on PATH has it

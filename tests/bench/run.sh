@@ -44,6 +44,8 @@ check "usmc modes used shared memory" \
     '! grep -E "^- usmc.*counted 0 accelerated" "$md" >/dev/null && grep -qE "^- usmc: usmc counted [1-9]" "$md"'
 # The targets section: each of msgrate's targets with a ratio computed from the table's medians.
 check "targets reported" '[ "$(grep -cE "^[|] msgrate [|] 100 B [|] usmc.* [|] [0-9.]+ × [|] (yes|[*][*]no[*][*]) [|]$" "$md")" -eq 2 ]'
+check "the sleeping target's floor reported" \
+    'grep -qE "^- msgrate, 100 B: bare memfd ring, sleeping / TCP = [0-9.]+ ×: the target is (within|out of) reach of a transport that sleeps, on this machine$" "$md"'
 check "target ratio from the medians" 'awk -F" *[|] *" -v t="$(grep -E "^[|] msgrate [|] 100 B [|] usmc, sleeping" "$md" | awk -F" *[|] *" "{ print \$6 }")" "
         \$2 == \"100 B\" && \$3 == \"TCP\" { tcp = \$4 } \$2 == \"100 B\" && \$3 == \"usmc, sleeping (no busy-poll)\" { u = \$4 }
         END { r = u / tcp; t += 0; exit !(t > 0 && (r - t) / t < 0.01 && (t - r) / t < 0.01) }" "$md"'

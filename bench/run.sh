@@ -249,6 +249,15 @@ run_workload() {
     fi
 }
 
+# median_ratio NAME CASE MODE REFCASE REF: MODE's median over REF's, or nothing without both
+median_ratio() {
+    awk -v a="$(median "$1" "$2" "$3")" -v b="$(median "$1" "$4" "$5")" \
+        'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3g\n", a / b }'
+}
+
+# meets RATIO OP BOUND: whether RATIO satisfies "OP BOUND" (<= or >=)
+meets() { awk -v r="$1" -v op="$2" -v b="$3" 'BEGIN { exit !(op == "<=" ? r <= b : r >= b) }'; }
+
 # targets: every selected workload's WL_TARGETS against this run's medians, as Markdown, and
 # for a target on the sleeping mode the same ratio for the bare ring sleeping: what no
 # transport that sleeps can beat on this machine.
@@ -265,21 +274,18 @@ targets() {
         for t in "${WL_TARGETS[@]}"; do
             read -r case mode op bound ref refcase <<<"$t"
             ref=${ref:-tcp} refcase=${refcase:-$case}
-            r=$(awk -v a="$(median "$name" "$case" "$mode")" -v b="$(median "$name" "$refcase" "$ref")" \
-                'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3g\n", a / b }')
+            r=$(median_ratio "$name" "$case" "$mode" "$refcase" "$ref")
             if [ -z "$r" ]; then
                 met="no figure"
-            elif awk -v r="$r" -v b="$bound" -v op="$op" 'BEGIN { exit !(op == "<=" ? r <= b : r >= b) }'; then
+            elif meets "$r" "$op" "$bound"; then
                 met=yes
             else
                 met="**no**"
             fi
             if [ "$mode" = usmc-sleep ] && [[ " $WL_MODES " = *" bare-sleep "* ]]; then
-                floor=$(awk -v a="$(median "$name" "$case" bare-sleep)" -v b="$(median "$name" "$refcase" "$ref")" \
-                    'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3g\n", a / b }')
+                floor=$(median_ratio "$name" "$case" bare-sleep "$refcase" "$ref")
                 [ -z "$floor" ] || floors+="- $name, $(wl_label "$case"): $(mode_name bare-sleep) / $(mode_name "$ref") = $floor ×: the target is $(
-                    awk -v r="$floor" -v b="$bound" -v op="$op" 'BEGIN { exit !(op == "<=" ? r <= b : r >= b) }' &&
-                        echo within || echo out of) reach of a transport that sleeps, on this machine"$'\n'
+                    meets "$floor" "$op" "$bound" && echo within || echo out of) reach of a transport that sleeps, on this machine"$'\n'
             fi
             printf '| %s | %s | %s / %s%s | %s %s × | %s | %s |\n' "$name" "$(wl_label "$case")" \
                 "$(mode_name "$mode")" "$(mode_name "$ref")" \

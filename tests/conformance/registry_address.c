@@ -11,15 +11,20 @@
 
 #include <arpa/inet.h>
 
-extern char **environ;
+static struct sockaddr_in address(const char *ip, uint16_t port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+    CHECK(inet_pton(AF_INET, ip, &sa.sin_addr) == 1);
+    return sa;
+}
 
 static int listen_on(const char *ip, uint16_t port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    struct sockaddr_in sa = address(ip, port);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-    CHECK(fd >= 0 && inet_pton(AF_INET, ip, &sa.sin_addr) == 1);
-    CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0);
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0);
     return fd;
 }
 
@@ -55,13 +60,12 @@ static void client(void *arg)
     const char *ips[] = {"127.0.0.1", "127.0.0.2", "127.0.0.1"};
 
     for (unsigned i = 0; i < 3; i++) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+        struct sockaddr_in sa = address(ips[i], port);
         char msg[MSG] = {0}, back[MSG];
         int fd = socket(AF_INET, SOCK_STREAM, 0);
 
         snprintf(msg, sizeof(msg), "hello %u to %s", i, ips[i]);
-        CHECK(fd >= 0 && inet_pton(AF_INET, ips[i], &sa.sin_addr) == 1);
-        CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+        CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
         cf_write_all(fd, msg, MSG);
         cf_read_exact(fd, back, MSG);
         CHECK(memcmp(back, msg, MSG) == 0);
@@ -84,17 +88,11 @@ int main(int argc, char **argv)
     pid_t plain = cf_fork();
     if (plain == 0) {
         char p[16], r[16], *args[] = {argv[0], "plain", p, r, NULL};
-        size_t n = 0;
-        while (environ[n])
-            n++;
-        char **env = calloc(n + 2, sizeof(*env));
-        CHECK(env != NULL);
-        memcpy(env, environ, n * sizeof(*env));
-        env[n] = "USMC_DISABLE=1";
         snprintf(p, sizeof(p), "%u", port);
         snprintf(r, sizeof(r), "%d", ready[1]);
-        execve("/proc/self/exe", args, env);
-        FAIL("execve: %s", cf_errname(errno));
+        CHECK(setenv("USMC_DISABLE", "1", 1) == 0);
+        execv("/proc/self/exe", args);
+        FAIL("execv: %s", cf_errname(errno));
     }
     char c;
     cf_read_exact(ready[0], &c, 1);

@@ -17,6 +17,7 @@
 
 #include "../dev/dev.h"
 #include "addr.h"
+#include "accept.h"
 #include "admit.h"
 #include "config.h"
 #include "handoff.h"
@@ -45,6 +46,7 @@ struct usock *usock_new(int family, int nonblock)
 	s->family = family;
 	s->nonblock = nonblock;
 	s->bell = -1;
+	s->accept_ep = -1;
 	return s;
 }
 
@@ -57,6 +59,7 @@ void usock_put(struct usock *s)
 {
 	if (atomic_fetch_sub(&s->o.refs, 1) != 1)
 		return;
+	accept_forget(s);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->rx_lock);
 	pthread_mutex_destroy(&s->tx_lock);
@@ -906,13 +909,6 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	return 0;
 }
 
-static uint64_t deadline_of(const struct timeval *tv)
-{
-	if (!tv->tv_sec && !tv->tv_usec)
-		return 0;
-	return sys_now_ns() + (uint64_t)tv->tv_sec * 1000000000ull + (uint64_t)tv->tv_usec * 1000ull;
-}
-
 /* ------------------------------------------------------------ data */
 
 static ssize_t plain_sendmsg(int fd, const struct iovec *iov, int iovcnt, int flags)
@@ -1018,7 +1014,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			goto fail;
 		}
 		if (!deadline)
-			deadline = deadline_of(&s->sndtimeo);
+			deadline = sys_deadline(&s->sndtimeo);
 		int w = conn_wait(s, fd, POLLOUT, deadline, deadline != 0);
 		if (w == -ETIMEDOUT || w == -EINTR) {
 			if (done)
@@ -1145,7 +1141,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			goto fail;
 		}
 		if (!deadline)
-			deadline = deadline_of(&s->rcvtimeo);
+			deadline = sys_deadline(&s->rcvtimeo);
 		int w = conn_wait(s, fd, POLLIN, deadline, deadline != 0);
 		if (w == -ETIMEDOUT || w == -EINTR) {
 			if (done)
@@ -1262,6 +1258,11 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 	registry_remove((struct sockaddr *)&s->bound, lgr_server_name());
 	lgr_server_listener_gone();
 	s->registered = 0;
+}
+
+void conn_atfork_child(struct usock *s)
+{
+	accept_forget(s);
 }
 
 void conn_atfork_prepare(struct usock *s, int fd)

@@ -81,6 +81,7 @@ struct usock {
 	_Atomic int accepting;      /* listener: pid that claimed it, 0 before */
 	_Atomic uint64_t reclaim_ns; /* listener on an ambiguous port: when to claim again */
 	_Atomic uint64_t netns_cookie; /* listener: its namespace's cookie, 0 until known */
+	int accept_ep;              /* listener: what a blocking accept() waits in (accept.h) */
 	struct epreg *regs;         /* epoll registrations naming this socket */
 	/* Registrations made while it was an unconnected socket (the application's
 	 * instances hold them for real): connect() moves them to shadows. */
@@ -102,6 +103,8 @@ int conn_listen(struct usock *s, int fd, int backlog);
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
 void conn_atfork_prepare(struct usock *s, int fd);
+/* After fork(), in the child, for every descriptor. */
+void conn_atfork_child(struct usock *s);
 /* Before a second process may hold the connection (fork, exec, a descriptor
  * passed on) or its FIN leaves: a client whose attach is pending waits a moment
  * for it, else falls back. Whether the attach came and what went into the ring

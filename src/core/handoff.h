@@ -9,9 +9,11 @@
  * a HANDOFF of the proposal and its descriptors (clc.h).
  *
  * A holder answers from wherever it waits for its listener: inside its epoll
- * waits (the handoff's epoll instance, holding its socket and the siblings'
- * connections, sits in every epoll set that watches a registered listener) and
- * while it asks itself. */
+ * and poll waits (the handoff's epoll instance, holding its socket and the
+ * siblings' connections, sits in every epoll set that watches a registered
+ * listener), in a blocking accept() (accept.h), and while it asks itself. A
+ * worker busy elsewhere answers once it waits again, if the asker still waits
+ * (HANDOFF_WAIT_MS). */
 #ifndef USMC_HANDOFF_H
 #define USMC_HANDOFF_H
 

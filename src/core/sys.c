@@ -132,6 +132,13 @@ uint64_t sys_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t sys_deadline(const struct timeval *tv)
+{
+	if (!tv->tv_sec && !tv->tv_usec)
+		return 0;
+	return sys_now_ns() + (uint64_t)tv->tv_sec * 1000000000ull + (uint64_t)tv->tv_usec * 1000ull;
+}
+
 int sys_ms_left(uint64_t deadline_ns)
 {
 	if (!deadline_ns)

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -96,6 +97,8 @@ uint64_t sys_now_ns(void);
  * sys_atfork_child() forgets it in a child. */
 pid_t sys_pid(void);
 void sys_atfork_child(void);
+/* When a SO_RCVTIMEO or SO_SNDTIMEO timeout started now ends (0: it has none). */
+uint64_t sys_deadline(const struct timeval *tv);
 /* Milliseconds left until deadline_ns (0 = none: -1, infinite). */
 int sys_ms_left(uint64_t deadline_ns);
 

@@ -35,12 +35,20 @@ static void atfork_prepare(void)
 	fdtab_foreach(prepare_one);
 }
 
+static void child_one(int fd, struct obj *o)
+{
+	(void)fd;
+	if (o->kind == OBJ_SOCK)
+		conn_atfork_child((struct usock *)o);
+}
+
 static void atfork_child(void)
 {
 	/* A child of a process with an accelerated listener may be a worker that
 	 * will accept on it as another user. */
 	int server = lgr_server_listening();
 
+	fdtab_foreach(child_one);
 	epoll_atfork_child();
 	lgr_atfork_child();
 	handoff_atfork_child();

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../core/accept.h"
 #include "../core/admit.h"
 #include "../core/conn.h"
 #include "../core/sys.h"
@@ -101,7 +102,12 @@ static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int fl
 	}
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	int fd = real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
+	/* Only a listener inherited across fork may have siblings to answer: one
+	 * process alone sleeps in the kernel's accept(), which wakes it sooner.
+	 * Blocking as the file says: its flag may have changed in another process. */
+	int blocking = l->forked && !l->nonblock && !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
+	int w = blocking ? accept_wait(l, lfd) : 0;
+	int fd = w < 0 ? (errno = -w, -1) : real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
 	int e = errno;
 	if (fd >= 0) {
 		struct usock *s = usock_new(l->family, (flags & SOCK_NONBLOCK) != 0);

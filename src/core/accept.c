@@ -1,0 +1,78 @@
+#include "accept.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "handoff.h"
+#include "hooks.h"
+#include "sys.h"
+
+#define TAG_LISTENER 1u
+#define TAG_HANDOFF 2u
+
+/* The listener's instance, opened on first use. The listener joins it with
+ * EPOLLEXCLUSIVE: a connection wakes one of the processes waiting, as the
+ * kernel's accept() would, not every worker of a prefork server at once.
+ * Returns -1 if it cannot be had. */
+static int instance(struct usock *l, int lfd)
+{
+	pthread_mutex_lock(&l->lock);
+	if (l->accept_ep < 0) {
+		int hfd = handoff_fd();
+		int ep = hfd < 0 ? -1 : sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
+		struct epoll_event el = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.u32 = TAG_LISTENER};
+		struct epoll_event eh = {.events = EPOLLIN, .data.u32 = TAG_HANDOFF};
+		if (ep >= 0 && real.epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &el) == 0 &&
+		    real.epoll_ctl(ep, EPOLL_CTL_ADD, hfd, &eh) == 0)
+			l->accept_ep = ep;
+		else if (ep >= 0)
+			real.close(ep);
+	}
+	int ep = l->accept_ep;
+	pthread_mutex_unlock(&l->lock);
+	return ep;
+}
+
+int accept_wait(struct usock *l, int lfd)
+{
+	int ep = instance(l, lfd);
+
+	if (ep < 0)
+		return 0;
+	uint64_t deadline = sys_deadline(&l->rcvtimeo);
+	int has_timeout = deadline != 0;
+	for (;;) {
+		struct epoll_event ev[2];
+		signal_wait_begin();
+		int n = real.epoll_wait(ep, ev, 2, sys_ms_left(deadline));
+		if (n < 0 && errno == EINTR) {
+			/* As accept() itself: restarted after an SA_RESTART handler,
+			 * unless it has a timeout. */
+			if (has_timeout || !signal_wait_restart())
+				return -EINTR;
+			continue;
+		}
+		if (n < 0)
+			return 0;
+		if (n == 0)
+			return -EAGAIN;
+		int ready = 0;
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u32 == TAG_HANDOFF)
+				handoff_serve();
+			else
+				ready = 1;
+		}
+		if (ready)
+			return 0;
+	}
+}
+
+void accept_forget(struct usock *l)
+{
+	if (l->accept_ep >= 0)
+		real.close(l->accept_ep);
+	l->accept_ep = -1;
+}

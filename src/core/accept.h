@@ -1,0 +1,22 @@
+/* A blocking accept() on a registered listener.
+ *
+ * A worker of a prefork server that sleeps in the kernel's accept() cannot answer
+ * a sibling's ASK (handoff.h) for a proposal that reached it, so that sibling's
+ * connection would fall back. The wait before the accept is therefore ours: the
+ * listening socket and the handoff's instance in one epoll instance per listener
+ * and process, asks answered as they come. */
+#ifndef USMC_ACCEPT_H
+#define USMC_ACCEPT_H
+
+struct usock;
+
+/* Waits until lfd, l's descriptor, has a connection to accept, honouring
+ * SO_RCVTIMEO and SA_RESTART as accept() does. Returns 0 to go on to the
+ * kernel's accept() (which may still block, when another process took the
+ * connection first), -EAGAIN when the timeout passed, -EINTR. */
+int accept_wait(struct usock *l, int lfd);
+/* Closes l's instance: the listener goes, or, in a forked child, the instance
+ * is the parent's. */
+void accept_forget(struct usock *l);
+
+#endif

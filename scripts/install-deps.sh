@@ -7,7 +7,7 @@ set -euo pipefail
 packages=("$@")
 [ ${#packages[@]} -gt 0 ] || packages=(
     build-essential make gcc clang libclang-rt-14-dev
-    sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached postgresql
+    sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached postgresql php-fpm
     iproute2 iptables procps psmisc python3 python3-matplotlib python3-jsonschema pkg-config
     qemu-system-x86 linux-image-cloud-amd64 cpio
 )
@@ -41,8 +41,9 @@ if [ ${#unknown[@]} -gt 0 ]; then
 fi
 
 # Tests start their own servers on their own ports with private configuration, so the
-# distribution's redis, nginx, memcached, PostgreSQL and iperf3 services must not be started by the
-# installation: policy-rc.d forbids it for the duration (exit status 101 = action not allowed).
+# distribution's redis, nginx, memcached, PostgreSQL, php-fpm and iperf3 services must not be
+# started by the installation: policy-rc.d forbids it for the duration (exit status 101 = action
+# not allowed).
 policy=/usr/sbin/policy-rc.d
 own_policy=
 if [ ! -e "$policy" ]; then
@@ -58,7 +59,8 @@ fi
 
 # Where systemd manages services, keep them from starting at the next boot either.
 if [ -d /run/systemd/system ]; then
-    for service in redis-server nginx memcached postgresql iperf3; do
+    for service in redis-server nginx memcached postgresql iperf3 \
+        $(cd /lib/systemd/system && compgen -G 'php*-fpm.service' | sed 's/[.]service$//'); do
         systemctl disable --now "$service" >/dev/null 2>&1 || true
     done
 fi

@@ -276,6 +276,7 @@ veth() {
 # start_nginx NAME ADDR PORT MODE [WORKERS]: nginx in the foreground, its prefix, config and
 # logs under $WORK/NAME, serving $WORK/NAME/www. Without WORKERS, one process serves; with it,
 # a master forks WORKERS workers, which drop privileges to nobody as they do in production.
+# NGINX_SERVER, when set, is more configuration for the server block.
 start_nginx() {
     local prefix=$WORK/$1 processes='master_process off;
 worker_processes 1;'
@@ -303,10 +304,30 @@ http {
     server {
         listen $2:$3;
         root $prefix/www;
+        ${NGINX_SERVER-}
     }
 }
 CONF
     serve "$1" "$3" "$4" nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log"
+}
+
+# run_wrk NAME URL FILE ARGS...: wrk's verdict is requests completed, every one answered 200
+# with FILE as its body, and no socket errors.
+run_wrk() {
+    local name=$1 url=$2 file=$3 out=$WORK/wrk-$1.log requests
+    shift 3
+    client acc wrk -t1 -c50 "$@" -s "$APPS_DIR/wrk_check.lua" "$url" -- "$file" >"$out" 2>&1 ||
+        { cat "$out"; fail "wrk $name exited with an error"; }
+    cat "$out"
+    requests=$(sed -n 's/^ *\([0-9]*\) requests in .*/\1/p' "$out")
+    [ "${requests:-0}" -gt 0 ] || fail "wrk $name completed no request"
+    if grep -q 'Non-2xx or 3xx responses' "$out"; then
+        fail "wrk $name got non-2xx responses"
+    fi
+    if grep -q 'Socket errors' "$out"; then
+        fail "wrk $name saw socket errors"
+    fi
+    grep -q '^bodies checked: [1-9][0-9]* right, 0 wrong$' "$out" || fail "wrk $name got wrong bodies"
 }
 
 # nginx_clean NAME: nginx logged nothing worse than an error while it ran.

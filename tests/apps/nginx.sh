@@ -9,25 +9,6 @@
 app_begin nginx
 need nginx wrk curl
 
-# run_wrk NAME URL FILE ARGS...: wrk's verdict is requests completed, every one answered 200
-# with FILE as its body, and no socket errors.
-run_wrk() {
-    local name=$1 url=$2 file=$3 out=$WORK/wrk-$1.log requests
-    shift 3
-    client acc wrk -t1 -c50 "$@" -s "$APPS_DIR/wrk_check.lua" "$url" -- "$file" >"$out" 2>&1 ||
-        { cat "$out"; fail "wrk $name exited with an error"; }
-    cat "$out"
-    requests=$(sed -n 's/^ *\([0-9]*\) requests in .*/\1/p' "$out")
-    [ "${requests:-0}" -gt 0 ] || fail "wrk $name completed no request"
-    if grep -q 'Non-2xx or 3xx responses' "$out"; then
-        fail "wrk $name got non-2xx responses"
-    fi
-    if grep -q 'Socket errors' "$out"; then
-        fail "wrk $name saw socket errors"
-    fi
-    grep -q '^bodies checked: [1-9][0-9]* right, 0 wrong$' "$out" || fail "wrk $name got wrong bodies"
-}
-
 port=$(pick_port)
 www=$WORK/nginx/www
 mkdir -p "$www"

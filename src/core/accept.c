@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -41,7 +42,11 @@ int accept_wait(struct usock *l, int lfd)
 
 	if (ep < 0)
 		return 0;
-	uint64_t deadline = sys_deadline(&l->rcvtimeo);
+	/* The kernel's: another process sharing the socket may have set it. */
+	struct timeval tv = l->rcvtimeo;
+	socklen_t tl = sizeof(tv);
+	real.getsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl);
+	uint64_t deadline = sys_deadline(&tv);
 	int has_timeout = deadline != 0;
 	for (;;) {
 		struct epoll_event ev[2];

@@ -1,7 +1,7 @@
 /* A blocking accept() on a listener the process shared by forking (its peer process is that
- * fork) ends as the kernel's does: EAGAIN when SO_RCVTIMEO passes; EINTR when a signal's
- * handler lacks SA_RESTART; with SA_RESTART it goes on waiting and returns the connection
- * that comes next, unless a timeout is set, which makes it EINTR again.
+ * fork) ends as the kernel's does: EAGAIN when SO_RCVTIMEO passes, whichever process set it;
+ * EINTR when a signal's handler lacks SA_RESTART; with SA_RESTART it goes on waiting and
+ * returns the connection that comes next, unless a timeout is set, which makes it EINTR again.
  * usmc-expect: accelerated */
 #include "common.h"
 
@@ -28,12 +28,17 @@ static void set_timeout(int fd, long ms)
     CHECK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
 }
 
-/* Interrupts the parent's accept() when told to, twice; the second time connects after the
- * handler ran, once the accept() sleeps again; a third time interrupts it once more. */
+static int listener;
+
+/* Sets the shared listener's timeout; then interrupts the parent's accept() when told to,
+ * twice; the second time connects after the handler ran, once the accept() sleeps again; a
+ * third time interrupts it once more. */
 static void peer(void *arg)
 {
     uint16_t port = *(uint16_t *)arg;
 
+    set_timeout(listener, 100);
+    cf_post();
     cf_wait();
     cf_interrupt_parent();
     cf_wait();
@@ -48,10 +53,12 @@ static void peer(void *arg)
 int main(void)
 {
     cf_start();
-    int l = cf_listen(AF_INET);
+    int l = listener = cf_listen(AF_INET);
     uint16_t port = cf_port(l);
     cf_spawn(peer, &port);
 
+    cf_wait();
+    report_accept("accept past SO_RCVTIMEO set by the peer", l);
     set_timeout(l, 100);
     report_accept("accept past SO_RCVTIMEO", l);
     set_timeout(l, 0);

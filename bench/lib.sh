@@ -135,28 +135,37 @@ endpoint() {
     if [ "$MODE" = unix ]; then echo "unix:$SOCK"; else echo "tcp:127.0.0.1:$PORT"; fi
 }
 
+# _listening PORT: the current mode's server listens (on PORT, or on its socket in unix mode)
 _listening() {
     if [ "$MODE" = unix ]; then
         [ -n "$(ss -Hxln "src $SOCK")" ]
     else
-        [ -n "$(ss -Htln "( sport = :$PORT )")" ]
+        [ -n "$(ss -Htln "( sport = :$1 )")" ]
     fi
 }
 
 # serve CMD...: starts the current mode's server in the background (output in $MODE_DIR/server.log)
 # and returns 0 once it listens, 1 if it died or never listened.
 serve() {
+    serve_as server "$PORT" "$@"
+}
+
+# serve_as NAME PORT CMD...: as serve, for one of several servers of the mode (a backend the
+# measured server talks to), listening on PORT, its output in $MODE_DIR/NAME.log.
+serve_as() {
+    local name=$1 port=$2 key=$MODE/$1
+    shift 2
     _launcher "$MODE" server
     # each launcher stage execs the next, so $! is the server itself
-    "${_cmd[@]}" "$@" >"$MODE_DIR/server.log" 2>&1 &
-    _server_pid[$MODE]=$!
+    "${_cmd[@]}" "$@" >"$MODE_DIR/$name.log" 2>&1 &
+    _server_pid[$key]=$!
     for _ in $(seq 100); do
-        kill -0 "${_server_pid[$MODE]}" 2>/dev/null || break
-        _listening && return 0
+        kill -0 "${_server_pid[$key]}" 2>/dev/null || break
+        _listening "$port" && return 0
         sleep 0.1
     done
-    say "  server for $MODE did not start: $*"
-    tail -n 5 "$MODE_DIR/server.log" | sed 's/^/    /' >&2
+    say "  $name for $MODE did not start: $*"
+    tail -n 5 "$MODE_DIR/$name.log" | sed 's/^/    /' >&2
     return 1
 }
 

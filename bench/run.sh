@@ -14,7 +14,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate redis nginx nginx_prefork fallback connrate idle iperf3 bare_ring)
+ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate redis nginx nginx_prefork fastcgi fallback connrate idle iperf3 bare_ring)
 
 usage() {
     say "usage: bench/run.sh [--quick] [--reps N] [workload...] | bench/run.sh --list"
@@ -56,16 +56,25 @@ REPS=${REPS:-5}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || usage
 export QUICK
 
-# install_needed: as root with apt-get, the packages of what the selected workloads run and this
-# machine lacks (BENCH_INSTALL=0: never); a workload whose programs are still missing is skipped.
-install_needed() {
-    local name p packages=()
+# selected_packages [missing]: the packages the selected workloads' programs come from, each once
+# (with "missing", only those of programs this machine lacks)
+selected_packages() {
+    local name p list packages=()
     for name in "${selected[@]}"; do
         load_workload "$name"
-        for p in $(missing_programs); do
+        if [ "${1-}" = missing ]; then list=$(missing_programs); else list=${WL_NEEDS:-}; fi
+        for p in $list; do
             [[ " ${packages[*]} " = *" ${p#*:} "* ]] || packages+=("${p#*:}")
         done
     done
+    echo "${packages[*]}"
+}
+
+# install_needed: as root with apt-get, the packages of what the selected workloads run and this
+# machine lacks (BENCH_INSTALL=0: never); a workload whose programs are still missing is skipped.
+install_needed() {
+    local packages
+    read -ra packages <<<"$(selected_packages missing)"
     [ ${#packages[@]} -gt 0 ] && [ "${BENCH_INSTALL:-1}" != 0 ] && [ "$(id -u)" -eq 0 ] &&
         command -v apt-get >/dev/null || return 0
     say "installing ${packages[*]}"
@@ -116,7 +125,7 @@ machine() {
     echo "- kernel: $(uname -r); $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- usmc: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown), build $USMC_BUILD"
-    echo "- tools: $(for p in sockperf redis-tools nginx-light wrk iperf3; do
+    echo "- tools: $(for p in $(selected_packages); do
         dpkg-query -W -f '${Package} ${Version}, ' "$p" 2>/dev/null; done | sed 's/, $//')"
     echo
     echo "## Method"

@@ -52,13 +52,10 @@ int accept_wait(struct usock *l, int lfd)
 		struct epoll_event ev[2];
 		signal_wait_begin();
 		int n = real.epoll_wait(ep, ev, 2, sys_ms_left(deadline));
-		if (n < 0 && errno == EINTR) {
+		if (n < 0 && errno == EINTR)
 			/* As accept() itself: restarted after an SA_RESTART handler,
 			 * unless it has a timeout. */
-			if (has_timeout || !signal_wait_restart())
-				return -EINTR;
-			continue;
-		}
+			return has_timeout || !signal_wait_restart() ? -EINTR : ACCEPT_RESTART;
 		if (n < 0)
 			return 0;
 		if (n == 0)

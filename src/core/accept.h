@@ -10,10 +10,15 @@
 
 struct usock;
 
+/* accept_wait(): a handler installed with SA_RESTART ran; the call starts again
+ * from its descriptor. */
+#define ACCEPT_RESTART 1
+
 /* Waits until lfd, l's descriptor, has a connection to accept, honouring
  * SO_RCVTIMEO and SA_RESTART as accept() does. Returns 0 to go on to the
  * kernel's accept() (which may still block, when another process took the
- * connection first), -EAGAIN when the timeout passed, -EINTR. */
+ * connection first), -EAGAIN when the timeout passed, -EINTR, or
+ * ACCEPT_RESTART. */
 int accept_wait(struct usock *l, int lfd);
 /* Closes l's instance: the listener goes, or, in a forked child, the instance
  * is the parent's. */

@@ -92,21 +92,32 @@ int listen(int fd, int backlog)
 
 static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
-	struct obj *o = fdtab_get(lfd);
-	struct usock *l = sock_of(o);
+	struct obj *o;
+	struct usock *l;
+	int w;
 
-	if (!l || atomic_load(&l->mode) != MODE_LISTEN) {
-		if (o)
+	/* Again from the descriptor after an SA_RESTART handler, as the kernel
+	 * restarts the call: the handler may have closed it, or put another socket
+	 * in its place to make accept() fail (php-fpm's graceful stop does). */
+	do {
+		o = fdtab_get(lfd);
+		l = sock_of(o);
+		if (!l || atomic_load(&l->mode) != MODE_LISTEN) {
+			if (o)
+				obj_put(o);
+			return real.accept4(lfd, addr, alen, flags);
+		}
+		/* Only a listener inherited across fork may have siblings to answer:
+		 * one process alone sleeps in the kernel's accept(), which wakes it
+		 * sooner. Blocking as the file says: its flag may have changed in
+		 * another process. */
+		int blocking = l->forked && !l->nonblock && !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
+		w = blocking ? accept_wait(l, lfd) : 0;
+		if (w == ACCEPT_RESTART)
 			obj_put(o);
-		return real.accept4(lfd, addr, alen, flags);
-	}
+	} while (w == ACCEPT_RESTART);
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	/* Only a listener inherited across fork may have siblings to answer: one
-	 * process alone sleeps in the kernel's accept(), which wakes it sooner.
-	 * Blocking as the file says: its flag may have changed in another process. */
-	int blocking = l->forked && !l->nonblock && !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
-	int w = blocking ? accept_wait(l, lfd) : 0;
 	int fd = w < 0 ? (errno = -w, -1) : real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
 	int e = errno;
 	if (fd >= 0) {

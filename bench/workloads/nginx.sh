@@ -1,7 +1,9 @@
 # nginx (one worker) serving a 1 KB file to wrk, with keep-alive and with a connection per request.
 # NGINX_WORKERS, set by a workload that reads this one (nginx_prefork), runs a master with that
-# many workers instead.
+# many workers instead. A workload that reads it may also have wrk fetch another page
+# (_nginx_page) and give nginx_serve more of the server's configuration (fastcgi).
 _nginx_workers=${NGINX_WORKERS:-1}
+_nginx_page=1k.html
 unset NGINX_WORKERS
 WL_TITLE="nginx + wrk, 1 worker, 1 KB file"
 WL_UNIT="requests/s"
@@ -17,7 +19,8 @@ wl_label() {
     echo "$how, ${1##*-} connections"
 }
 
-wl_server() {
+# nginx_serve [CONFIG]: nginx for the current mode, CONFIG added to its server block
+nginx_serve() {
     mkdir -p "$MODE_DIR/www" "$MODE_DIR/tmp"
     head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
     cat >"$MODE_DIR/nginx.conf" <<CONF
@@ -40,17 +43,20 @@ http {
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         root $MODE_DIR/www;
+        ${1-}
     }
 }
 CONF
     serve nginx -p "$MODE_DIR" -c "$MODE_DIR/nginx.conf" -e "$MODE_DIR/error.log"
 }
 
+wl_server() { nginx_serve; }
+
 # A run whose responses were not all 2xx measured errors, not nginx: it fails.
 wl_client() {
     local header=()
     [ "${2%-*}" = close ] && header=(-H 'Connection: close')
-    client wrk -t1 -c "${2##*-}" -d "${SECS}s" "${header[@]}" "http://127.0.0.1:$PORT/1k.html" ||
+    client wrk -t1 -c "${2##*-}" -d "${SECS}s" "${header[@]}" "http://127.0.0.1:$PORT/$_nginx_page" ||
         return 1
     grep -q 'Non-2xx' "$CLIENT_OUT" && return 1
     sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$CLIENT_OUT"

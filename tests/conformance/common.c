@@ -767,3 +767,46 @@ void cf_raise_nofile(rlim_t n)
     if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
         FAIL("setrlimit NOFILE %llu: %s", (unsigned long long)n, cf_errname(errno));
 }
+
+void cf_echo_worker(int l, size_t msg, long delay_ms, int gate)
+{
+    unsigned char *buf = malloc(msg);
+    CHECK(buf != NULL);
+    for (;;) {
+        int s = accept(l, NULL, NULL);
+        if (s < 0)
+            _exit(1);
+        cf_read_exact(s, buf, msg);
+        nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000}, NULL);
+        cf_write_all(s, buf, msg);
+        close(s);
+        if (gate >= 0) {
+            close(gate);
+            gate = -1;
+        }
+    }
+}
+
+void cf_echo_rounds(uint16_t port, int rounds, int at_once, size_t msg)
+{
+    unsigned char *buf = malloc(msg);
+    int *fd = calloc((size_t)at_once, sizeof(*fd)), ok = 0;
+    CHECK(buf != NULL && fd != NULL);
+    for (int i = 0; i < rounds; i++) {
+        for (int k = 0; k < at_once; k++) {
+            fd[k] = cf_connect(AF_INET, port);
+            cf_fill(buf, msg, 0, (unsigned)(at_once * i + k));
+            cf_write_all(fd[k], buf, msg);
+        }
+        for (int k = 0; k < at_once; k++) {
+            memset(buf, 0, msg);
+            cf_read_exact(fd[k], buf, msg);
+            ok += cf_verify(buf, msg, 0, (unsigned)(at_once * i + k));
+            close(fd[k]);
+        }
+    }
+    printf("client: %d of %d round trips intact\n", ok, rounds * at_once);
+    CHECK(ok == rounds * at_once);
+    free(fd);
+    free(buf);
+}

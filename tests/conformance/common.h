@@ -191,6 +191,14 @@ uint64_t cf_fill_until_full(int fd, uint64_t off, unsigned seed);
 void cf_fanout_peer(uint16_t port, int n);
 void cf_fanout_answer(const int *fds, int *idx, int n);
 
+/* Prefork: a worker that accepts on l forever, echoing one msg-byte message per connection
+ * delay_ms after it came, and closes gate (unless -1) once it served its first connection;
+ * and a client that makes rounds of at_once connections to port, opened together, each sending
+ * msg bytes and reading them back. The client prints and checks that every round trip came
+ * back intact. */
+void cf_echo_worker(int l, size_t msg, long delay_ms, int gate) __attribute__((noreturn));
+void cf_echo_rounds(uint16_t port, int rounds, int at_once, size_t msg);
+
 /* Raises RLIMIT_NOFILE to at least n. */
 void cf_raise_nofile(rlim_t n);
 

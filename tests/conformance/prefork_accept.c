@@ -7,45 +7,9 @@
 
 #include <signal.h>
 
-#define CONNS 40
-#define MSG 100
-
 static void client(void *arg)
 {
-    uint16_t port = *(uint16_t *)arg;
-    int ok = 0;
-
-    for (int i = 0; i < CONNS; i++) {
-        unsigned char buf[MSG];
-        int fd = cf_connect(AF_INET, port);
-        cf_fill(buf, MSG, 0, (unsigned)i);
-        cf_write_all(fd, buf, MSG);
-        memset(buf, 0, MSG);
-        cf_read_exact(fd, buf, MSG);
-        ok += cf_verify(buf, MSG, 0, (unsigned)i);
-        close(fd);
-    }
-    printf("client: %d of %d round trips intact\n", ok, CONNS);
-    CHECK(ok == CONNS);
-}
-
-/* Echoes one message per connection, forever; gate, when open, says that the first
- * connection was served. */
-static void worker(int l, int gate)
-{
-    for (;;) {
-        unsigned char buf[MSG];
-        int s = accept(l, NULL, NULL);
-        if (s < 0)
-            _exit(1);
-        cf_read_exact(s, buf, MSG);
-        cf_write_all(s, buf, MSG);
-        close(s);
-        if (gate >= 0) {
-            close(gate);
-            gate = -1;
-        }
-    }
+    cf_echo_rounds(*(uint16_t *)arg, 40, 1, 100);
 }
 
 int main(void)
@@ -59,7 +23,7 @@ int main(void)
     pid_t w1 = cf_fork();
     if (w1 == 0) {
         close(gate[0]);
-        worker(l, gate[1]);
+        cf_echo_worker(l, 100, 0, gate[1]);
     }
     close(gate[1]);
     pid_t w2 = cf_fork();
@@ -69,7 +33,7 @@ int main(void)
         while (read(gate[0], &c, 1) > 0)
             ;
         close(gate[0]);
-        worker(l, -1);
+        cf_echo_worker(l, 100, 0, -1);
     }
     close(gate[0]);
     cf_spawn(client, &port);

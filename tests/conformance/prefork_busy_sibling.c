@@ -9,50 +9,14 @@
 #include "common.h"
 
 #include <signal.h>
-#include <time.h>
 
-#define ROUNDS 20
-#define MSG 100
+/* Each worker answers 5 ms after the message came: long enough for the round's second
+ * connection to find that worker busy, well within how long a sibling waits for an answer. */
+#define DELAY_MS 5
 
 static void client(void *arg)
 {
-    uint16_t port = *(uint16_t *)arg;
-    int ok = 0;
-
-    for (int i = 0; i < ROUNDS; i++) {
-        unsigned char buf[2][MSG];
-        int fd[2];
-        for (int k = 0; k < 2; k++) {
-            fd[k] = cf_connect(AF_INET, port);
-            cf_fill(buf[k], MSG, 0, (unsigned)(2 * i + k));
-            cf_write_all(fd[k], buf[k], MSG);
-        }
-        for (int k = 0; k < 2; k++) {
-            memset(buf[k], 0, MSG);
-            cf_read_exact(fd[k], buf[k], MSG);
-            ok += cf_verify(buf[k], MSG, 0, (unsigned)(2 * i + k));
-            close(fd[k]);
-        }
-    }
-    printf("client: %d of %d round trips intact\n", ok, 2 * ROUNDS);
-    CHECK(ok == 2 * ROUNDS);
-}
-
-/* Echoes one message per connection, forever, 5 ms after it came: long enough for the
- * round's second connection to find this worker busy, well within how long a sibling
- * waits for an answer. */
-static void worker(int l)
-{
-    for (;;) {
-        unsigned char buf[MSG];
-        int s = accept(l, NULL, NULL);
-        if (s < 0)
-            _exit(1);
-        cf_read_exact(s, buf, MSG);
-        nanosleep(&(struct timespec){0, 5000000}, NULL);
-        cf_write_all(s, buf, MSG);
-        close(s);
-    }
+    cf_echo_rounds(*(uint16_t *)arg, 20, 2, 100);
 }
 
 int main(void)
@@ -63,7 +27,7 @@ int main(void)
     pid_t w[2];
     for (int k = 0; k < 2; k++)
         if ((w[k] = cf_fork()) == 0)
-            worker(l);
+            cf_echo_worker(l, 100, DELAY_MS, -1);
     cf_spawn(client, &port);
     cf_join();
     for (int k = 0; k < 2; k++) {

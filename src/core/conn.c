@@ -1226,27 +1226,53 @@ int conn_shutdown(struct usock *s, int fd, int how)
 	return 0;
 }
 
+/* The 10th field of a /proc/net/tcp line (its socket's inode), or 0. */
+static unsigned long line_inode(const char *p, const char *end)
+{
+	for (int field = 0; field < 9; field++) {
+		while (p < end && *p == ' ')
+			p++;
+		while (p < end && *p != ' ')
+			p++;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	unsigned long ino = 0;
+	for (; p < end && *p >= '0' && *p <= '9'; p++)
+		ino = ino * 10 + (unsigned long)(*p - '0');
+	return ino;
+}
+
 /* Is a socket with this inode still open in some process? Only asked when a
- * listener that was inherited across fork() is closed. */
+ * listener that was inherited across fork() is closed, which applications do in
+ * signal handlers (php-fpm's workers stop so): read(2) into a buffer on the
+ * stack, no stdio, nothing that allocates. */
 static int inode_open(unsigned long ino)
 {
 	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-	char line[512];
+	char buf[4096];
 
 	for (int t = 0; t < 2; t++) {
-		FILE *f = fopen(tables[t], "re");
-		if (!f)
+		int fd = real.open(tables[t], O_RDONLY | O_CLOEXEC);
+		size_t have = 0;
+		ssize_t n;
+		if (fd < 0)
 			continue;
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long i = 0;
-			/* sl local rem st tx:rx tr:when retr uid timeout inode */
-			if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &i) == 1 &&
-			    i == ino) {
-				fclose(f);
-				return 1;
+		while ((n = real.read(fd, buf + have, sizeof(buf) - have)) > 0) {
+			const char *p = buf, *end = buf + have + (size_t)n, *nl;
+			while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+				if (line_inode(p, nl) == ino) {
+					real.close(fd);
+					return 1;
+				}
+				p = nl + 1;
 			}
+			/* A partial line moves to the front; one that fills the
+			 * buffer is no line of this table: dropped. */
+			have = (size_t)(end - p) < sizeof(buf) ? (size_t)(end - p) : 0;
+			memmove(buf, p, have);
 		}
-		fclose(f);
+		real.close(fd);
 	}
 	return 0;
 }

@@ -1286,11 +1286,6 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 	s->registered = 0;
 }
 
-void conn_atfork_child(struct usock *s)
-{
-	accept_forget(s);
-}
-
 void conn_atfork_prepare(struct usock *s, int fd)
 {
 	if (mode_of(s) == MODE_LISTEN) {

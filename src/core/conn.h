@@ -103,8 +103,6 @@ int conn_listen(struct usock *s, int fd, int backlog);
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
 void conn_atfork_prepare(struct usock *s, int fd);
-/* After fork(), in the child, for every descriptor. */
-void conn_atfork_child(struct usock *s);
 /* Before a second process may hold the connection (fork, exec, a descriptor
  * passed on) or its FIN leaves: a client whose attach is pending waits a moment
  * for it, else falls back. Whether the attach came and what went into the ring

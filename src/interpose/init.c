@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/accept.h"
 #include "../core/admit.h"
 #include "../core/config.h"
 #include "../core/handoff.h"
@@ -35,11 +36,12 @@ static void atfork_prepare(void)
 	fdtab_foreach(prepare_one);
 }
 
+/* A listener's accept instance came from the parent: the child opens its own. */
 static void child_one(int fd, struct obj *o)
 {
 	(void)fd;
 	if (o->kind == OBJ_SOCK)
-		conn_atfork_child((struct usock *)o);
+		accept_forget((struct usock *)o);
 }
 
 static void atfork_child(void)

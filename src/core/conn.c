@@ -1324,10 +1324,6 @@ int conn_close(struct usock *s, int fd)
 	uint64_t avail = 0;
 
 	socktab_closed(fd);
-	if (m == MODE_LISTEN) {
-		conn_listener_closed(s, 0);
-		return 0;
-	}
 	epoll_sock_closed(s);
 	if (s->hold) {
 		struct holders *h = s->hold;

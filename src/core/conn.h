@@ -99,7 +99,8 @@ void usock_put(struct usock *s);     /* frees at zero */
 int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t len);
 void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer);
 int conn_listen(struct usock *s, int fd, int backlog);
-/* A registered listener's descriptor was closed (ino: its socket inode). */
+/* The last descriptor of a registered listener in this process was closed (ino: its
+ * socket inode). */
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
 void conn_atfork_prepare(struct usock *s, int fd);
@@ -128,8 +129,9 @@ struct usock *conn_import(const struct conn_export *x);
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 int conn_shutdown(struct usock *s, int fd, int how);
-/* The last descriptor is being closed. Returns 1 when conn_close_finish() must
- * follow once the kernel closed it. */
+/* The last descriptor of a connection (not a listener: conn_listener_closed()) is
+ * being closed. Returns 1 when conn_close_finish() must follow once the kernel
+ * closed it. */
 int conn_close(struct usock *s, int fd);
 void conn_close_finish(struct usock *s);
 int conn_fionread(struct usock *s, int fd, int *out);

@@ -149,3 +149,26 @@ int sys_ms_left(uint64_t deadline_ns)
 	uint64_t ms = (deadline_ns - now + 999999) / 1000000;
 	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
+
+static __thread uintptr_t signal_frame;
+
+uintptr_t sys_signal_enter(uintptr_t frame)
+{
+	uintptr_t mark = signal_frame;
+
+	signal_frame = frame;
+	return mark;
+}
+
+void sys_signal_leave(uintptr_t mark)
+{
+	signal_frame = mark;
+}
+
+int sys_in_signal(void)
+{
+	uintptr_t f = signal_frame;
+
+	/* The stack grows down: a caller inside the handler runs below its frame. */
+	return f && (uintptr_t)__builtin_frame_address(0) < f;
+}

@@ -102,4 +102,15 @@ uint64_t sys_deadline(const struct timeval *tv);
 /* Milliseconds left until deadline_ns (0 = none: -1, infinite). */
 int sys_ms_left(uint64_t deadline_ns);
 
+/* The application's signal handlers run inside a wrapper of ours (signal.c), which marks
+ * where on the stack each begins: sys_signal_enter(its frame) returns the mark to give
+ * sys_signal_leave() when it returns. sys_in_signal() tells whether its caller runs inside
+ * a handler, where only async-signal-safe work may be done: no lock the interrupted code
+ * may hold, no malloc(). A handler left by longjmp() keeps its mark, which then claims only
+ * calls made deeper in the stack than it ran: they take the signal-safe path, which is
+ * slower, never wrong. */
+uintptr_t sys_signal_enter(uintptr_t frame);
+void sys_signal_leave(uintptr_t mark);
+int sys_in_signal(void);
+
 #endif

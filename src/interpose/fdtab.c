@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "../core/sys.h"
 #include "epoll.h"
 
 #define CHUNK_BITS 10
@@ -87,10 +88,62 @@ struct obj *fdtab_take(int fd)
 
 	if (!s || !atomic_load_explicit(s, memory_order_relaxed))
 		return NULL;
+	/* The handler may have interrupted a reader holding the lock. Its reference
+	 * goes through fdtab_release_later(), which keeps readers out first. */
+	if (sys_in_signal())
+		return atomic_exchange(s, NULL);
 	pthread_rwlock_wrlock(&lock);
 	o = atomic_exchange(s, NULL);
 	pthread_rwlock_unlock(&lock);
 	return o;
+}
+
+/* Releases waiting for a call outside any signal handler: one slot each, FREE, then
+ * FILLING while a handler writes it, FULL, RUNNING while it is released. Handlers that
+ * release more than this before the process makes one such call keep the rest: a bounded
+ * leak, where releasing inside the handler could free what another thread still reads. */
+#define LATER_MAX 1024
+enum { LATER_FREE, LATER_FILLING, LATER_FULL, LATER_RUNNING };
+static struct {
+	_Atomic int state;
+	struct obj *o;
+	void (*release)(struct obj *, unsigned long);
+	unsigned long arg;
+} later[LATER_MAX];
+static atomic_int nlater;
+
+void fdtab_release_later(struct obj *o, void (*release)(struct obj *, unsigned long),
+			 unsigned long arg)
+{
+	for (int i = 0; i < LATER_MAX; i++) {
+		int free_ = LATER_FREE;
+		if (!atomic_compare_exchange_strong(&later[i].state, &free_, LATER_FILLING))
+			continue;
+		later[i].o = o;
+		later[i].release = release;
+		later[i].arg = arg;
+		atomic_store(&later[i].state, LATER_FULL);
+		atomic_fetch_add(&nlater, 1);
+		return;
+	}
+}
+
+void fdtab_run_later(void)
+{
+	if (!atomic_load_explicit(&nlater, memory_order_relaxed) || sys_in_signal())
+		return;
+	/* A reader that found one of these objects in the table before the handler
+	 * took it out holds the lock until it has its reference. */
+	pthread_rwlock_wrlock(&lock);
+	pthread_rwlock_unlock(&lock);
+	for (int i = 0; i < LATER_MAX; i++) {
+		int full = LATER_FULL;
+		if (!atomic_compare_exchange_strong(&later[i].state, &full, LATER_RUNNING))
+			continue;
+		later[i].release(later[i].o, later[i].arg);
+		atomic_fetch_sub(&nlater, 1);
+		atomic_store(&later[i].state, LATER_FREE);
+	}
 }
 
 size_t fdtab_range(unsigned first, unsigned last, int *out, size_t max)

@@ -12,8 +12,16 @@ int fdtab_set(int fd, struct obj *o);
 /* fd is one more descriptor of o (dup, or one that came with o through exec or
  * SCM_RIGHTS): o gains a reference for it. */
 int fdtab_alias(int fd, struct obj *o);
-/* Removes and returns the table's reference, or NULL. */
+/* Removes and returns the table's reference, or NULL. Inside a signal handler it does not
+ * wait for the table's lock, which the interrupted code may hold: the reference it returns
+ * there must be released through fdtab_release_later(). */
 struct obj *fdtab_take(int fd);
+/* Inside a signal handler: release(o, arg) runs at the next fdtab_run_later() outside one,
+ * once no reader can still be taking a reference to o. */
+void fdtab_release_later(struct obj *o, void (*release)(struct obj *, unsigned long),
+			 unsigned long arg);
+/* Runs the releases handlers left, unless called inside a handler. Cheap when there is none. */
+void fdtab_run_later(void);
 void obj_put(struct obj *o);
 /* The tracked descriptors from first to last, at most max of them into out,
  * lowest first; returns how many there are in all. */

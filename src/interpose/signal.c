@@ -5,7 +5,8 @@
  * waits sleep in poll(), which is never restarted, so we must know which handler
  * ran: every handler the application installs is wrapped by one that records its
  * SA_RESTART flag for the interrupted thread. The application still sees its own
- * handler and flags through sigaction(). */
+ * handler and flags through sigaction(). The wrapper also marks where the handler runs,
+ * so that the library keeps to async-signal-safe work inside it (sys_in_signal()). */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -20,11 +21,13 @@ static void wrapper(int sig, siginfo_t *info, void *uc)
 {
 	struct sigaction *a = &app[sig];
 	int restart = (a->sa_flags & SA_RESTART) != 0;
+	uintptr_t mark = sys_signal_enter((uintptr_t)__builtin_frame_address(0));
 
 	if (a->sa_flags & SA_SIGINFO)
 		a->sa_sigaction(sig, info, uc);
 	else if (a->sa_handler != SIG_IGN && a->sa_handler != SIG_DFL)
 		a->sa_handler(sig);
+	sys_signal_leave(mark);
 	if (a->sa_flags & SA_RESETHAND)
 		a->sa_handler = SIG_DFL;
 	last_restart = restart;

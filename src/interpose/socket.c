@@ -16,6 +16,7 @@
 #include "../core/accept.h"
 #include "../core/admit.h"
 #include "../core/conn.h"
+#include "../core/socktab.h"
 #include "../core/sys.h"
 #include "epoll.h"
 #include "fdtab.h"
@@ -30,6 +31,7 @@ int socket(int domain, int type, int protocol)
 		  (protocol == 0 || protocol == IPPROTO_TCP || protocol == IPPROTO_SMC);
 	int smc = tcp && protocol == IPPROTO_SMC;
 
+	fdtab_run_later();
 	int fd = real.socket(domain, type, smc ? IPPROTO_TCP : protocol);
 	if (fd < 0 || !tcp || !usmc_active() || !admit_socket(smc))
 		return fd;
@@ -147,18 +149,50 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
 	return accept_common(fd, addr, alen, flags);
 }
 
-/* The last descriptor naming a socket is going away (close or dup2 over it). */
-/* fd no longer names o: the last descriptor closes the connection, in two
- * halves around the kernel's close of fd (close_fd). */
+/* What the last descriptor of a listener leaves to do once closed: whether the listening
+ * socket lives on in another process is known only then. */
+static void listener_gone(struct obj *o, unsigned long ino)
+{
+	conn_listener_closed((struct usock *)o, ino);
+	obj_put(o);
+}
+
+static void put(struct obj *o, unsigned long unused)
+{
+	(void)unused;
+	obj_put(o);
+}
+
+/* fd no longer names o: close_fd(arg) closes it (close, or the dup2 that replaces it). The
+ * last descriptor of a connection closes it, in two halves around the kernel's close; the
+ * last of a listener may take it out of the registry. Inside a signal handler the descriptor
+ * goes at once and the rest waits for the next call outside one (fdtab_release_later): a
+ * listener's close is then async-signal-safe, as php-fpm's workers need it, which close
+ * theirs in their SIGQUIT handler. A connection's is not: its close takes locks. */
 static int release_fd(int fd, struct obj *o, int (*close_fd)(void *), void *arg)
 {
-	int finish = atomic_fetch_sub(&o->fdrefs, 1) == 1 && o->kind == OBJ_SOCK &&
-		     conn_close((struct usock *)o, fd);
+	struct usock *s = sock_of(o);
+	void (*release)(struct obj *, unsigned long) = put;
+	unsigned long ino = 0;
+	int finish = 0;
+
+	if (s && atomic_load(&s->mode) == MODE_LISTEN) {
+		struct stat st;
+		ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
+		socktab_closed(fd);
+		if (atomic_fetch_sub(&o->fdrefs, 1) == 1)
+			release = listener_gone;
+	} else {
+		finish = atomic_fetch_sub(&o->fdrefs, 1) == 1 && s && conn_close(s, fd);
+	}
 	int r = close_fd(arg), e = errno;
 
 	if (finish)
-		conn_close_finish((struct usock *)o);
-	obj_put(o);
+		conn_close_finish(s);
+	if (sys_in_signal())
+		fdtab_release_later(o, release, ino);
+	else
+		release(o, ino);
 	errno = e;
 	return r;
 }
@@ -170,21 +204,9 @@ static int close_one(void *fd)
 
 int close(int fd)
 {
+	fdtab_run_later();
 	struct obj *o = fdtab_take(fd);
-	struct usock *s = sock_of(o);
 
-	if (s && atomic_load(&s->mode) == MODE_LISTEN) {
-		/* Whether the listener lives on elsewhere is known only after ours is gone. */
-		struct stat st;
-		unsigned long ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
-		int r = real.close(fd);
-		int e = errno;
-		if (atomic_fetch_sub(&o->fdrefs, 1) == 1)
-			conn_listener_closed(s, ino);
-		obj_put(o);
-		errno = e;
-		return r;
-	}
 	return o ? release_fd(fd, o, close_one, &fd) : real.close(fd);
 }
 
@@ -264,6 +286,7 @@ static int dup_over(int oldfd, int newfd, int flags, int three)
 
 	if (oldfd == newfd)
 		return three ? (errno = EINVAL, -1) : real.dup2(oldfd, newfd);
+	fdtab_run_later();
 	struct obj *old = fdtab_take(newfd);
 	/* dup2() closes what newfd named: the connection's close wraps it. */
 	return dup_track(oldfd, old ? release_fd(newfd, old, dup_call, &a) : dup_call(&a));

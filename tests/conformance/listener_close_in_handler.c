@@ -1,8 +1,8 @@
 /* close() is async-signal-safe, and servers rely on it: php-fpm's workers stop by closing their
  * listener in the SIGQUIT handler, whatever they were doing. A thread busy with calls on a
- * listening socket is interrupted 10 000 times, and each time its handler closes another listener
- * (or, every other time, replaces it with dup2()). Every handler must return, and the process
- * then still accepts an accelerated connection.
+ * listening socket is interrupted 10 000 times, and each time its handler closes another
+ * listener, or for about half of them replaces it with dup2(). Every handler must return, and
+ * the process then still accepts an accelerated connection.
  * usmc-expect: accelerated data */
 /* threads */
 #include "common.h"

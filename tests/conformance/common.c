@@ -810,3 +810,21 @@ void cf_echo_rounds(uint16_t port, int rounds, int at_once, size_t msg)
     free(fd);
     free(buf);
 }
+
+static void echo_once_client(void *port)
+{
+    cf_echo_rounds(*(uint16_t *)port, 1, 1, 100);
+}
+
+void cf_echo_once(int l)
+{
+    unsigned char buf[100];
+    uint16_t port = cf_port(l);
+
+    cf_spawn(echo_once_client, &port);
+    int s = cf_accept(l);
+    cf_read_exact(s, buf, sizeof buf);
+    cf_write_all(s, buf, sizeof buf);
+    close(s);
+    cf_join();
+}

@@ -198,6 +198,9 @@ void cf_fanout_answer(const int *fds, int *idx, int n);
  * back intact. */
 void cf_echo_worker(int l, size_t msg, long delay_ms, int gate) __attribute__((noreturn));
 void cf_echo_rounds(uint16_t port, int rounds, int at_once, size_t msg);
+/* One connection to listener l: a peer process sends 100 bytes, which this process accepts and
+ * sends back, and the peer checks them (as cf_echo_rounds). */
+void cf_echo_once(int l);
 
 /* Raises RLIMIT_NOFILE to at least n. */
 void cf_raise_nofile(rlim_t n);

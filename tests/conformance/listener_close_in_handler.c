@@ -39,14 +39,8 @@ static void *busy(void *arg)
     return NULL;
 }
 
-static void client(void *arg)
-{
-    cf_echo_rounds(*(uint16_t *)arg, 1, 1, 100);
-}
-
 int main(void)
 {
-    unsigned char buf[100];
     pthread_t t;
 
     cf_start();
@@ -73,13 +67,7 @@ int main(void)
     printf("%d handlers returned\n", ROUNDS);
 
     int l = cf_listen(AF_INET);
-    uint16_t port = cf_port(l);
-    cf_spawn(client, &port);
-    int s = cf_accept(l);
-    cf_read_exact(s, buf, sizeof buf);
-    cf_write_all(s, buf, sizeof buf);
-    close(s);
-    cf_join();
+    cf_echo_once(l);
     close(l);
     close(busy_fd);
     return 0;

@@ -1,6 +1,7 @@
 #include "accept.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,8 +16,12 @@
 
 /* The listener's instance, opened on first use. The listener joins it with
  * EPOLLEXCLUSIVE: a connection wakes one of the processes waiting, as the
- * kernel's accept() would, not every worker of a prefork server at once.
- * Returns -1 if it cannot be had. */
+ * kernel's accept() would, not every worker of a prefork server at once. Not the
+ * same one, though: the kernel wakes the thread that has waited longest, epoll
+ * the first instance registered that waits, so an idle first worker takes every
+ * connection. Registering anew at each wait would give the kernel's order, at the
+ * cost of a handoff for every connection whose proposal went to another worker
+ * (known-differences: prefork_accept_order). Returns -1 if it cannot be had. */
 static int instance(struct usock *l, int lfd)
 {
 	pthread_mutex_lock(&l->lock);
@@ -36,12 +41,12 @@ static int instance(struct usock *l, int lfd)
 	return ep;
 }
 
-int accept_wait(struct usock *l, int lfd)
+int accept_wait(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
 	int ep = instance(l, lfd);
 
 	if (ep < 0)
-		return 0;
+		return real.accept4(lfd, addr, alen, flags);
 	/* The kernel's: another process sharing the socket may have set it. */
 	struct timeval tv = l->rcvtimeo;
 	socklen_t tl = sizeof(tv);
@@ -55,11 +60,11 @@ int accept_wait(struct usock *l, int lfd)
 		if (n < 0 && errno == EINTR)
 			/* As accept() itself: restarted after an SA_RESTART handler,
 			 * unless it has a timeout. */
-			return has_timeout || !signal_wait_restart() ? -EINTR : ACCEPT_RESTART;
+			return has_timeout || !signal_wait_restart() ? -1 : ACCEPT_RESTART;
 		if (n < 0)
-			return 0;
+			return real.accept4(lfd, addr, alen, flags);
 		if (n == 0)
-			return -EAGAIN;
+			return errno = EAGAIN, -1;
 		int ready = 0;
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == TAG_HANDOFF)
@@ -67,8 +72,19 @@ int accept_wait(struct usock *l, int lfd)
 			else
 				ready = 1;
 		}
-		if (ready)
-			return 0;
+		if (!ready)
+			continue;
+		/* Never blocking: a sibling may take the connection first (one whose
+		 * instance was not waiting when it came finds it ready later), and a
+		 * worker asleep in the kernel's accept() answers no ask. */
+		int fd = real.accept4(lfd, addr, alen, flags | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			if (!(flags & SOCK_NONBLOCK))
+				real.fcntl(fd, F_SETFL, 0);
+			return fd;
+		}
+		if (errno != EAGAIN)
+			return -1;
 	}
 }
 

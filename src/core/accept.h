@@ -8,18 +8,18 @@
 #ifndef USMC_ACCEPT_H
 #define USMC_ACCEPT_H
 
+#include <sys/socket.h>
+
 struct usock;
 
 /* accept_wait(): a handler installed with SA_RESTART ran; the call starts again
  * from its descriptor. */
-#define ACCEPT_RESTART 1
+#define ACCEPT_RESTART (-2)
 
-/* Waits until lfd, l's descriptor, has a connection to accept, honouring
- * SO_RCVTIMEO and SA_RESTART as accept() does. Returns 0 to go on to the
- * kernel's accept() (which may still block, when another process took the
- * connection first), -EAGAIN when the timeout passed, -EINTR, or
- * ACCEPT_RESTART. */
-int accept_wait(struct usock *l, int lfd);
+/* accept4() on lfd, l's descriptor, blocking as the kernel's does, honouring
+ * SO_RCVTIMEO (EAGAIN) and SA_RESTART (EINTR without it). Returns the
+ * connection's descriptor, -1 with errno set, or ACCEPT_RESTART. */
+int accept_wait(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *alen, int flags);
 /* Closes l's instance: the listener goes, or, in a forked child, the instance
  * is the parent's. */
 void accept_forget(struct usock *l);

@@ -94,9 +94,11 @@ int listen(int fd, int backlog)
 
 static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
+	struct sockaddr_storage ss;
+	socklen_t sl;
 	struct obj *o;
 	struct usock *l;
-	int w;
+	int fd;
 
 	/* Again from the descriptor after an SA_RESTART handler, as the kernel
 	 * restarts the call: the handler may have closed it, or put another socket
@@ -114,13 +116,12 @@ static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int fl
 		 * sooner. Blocking as the file says: its flag may have changed in
 		 * another process. */
 		int blocking = l->forked && !l->nonblock && !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
-		w = blocking ? accept_wait(l, lfd) : 0;
-		if (w == ACCEPT_RESTART)
+		sl = sizeof(ss);
+		fd = blocking ? accept_wait(l, lfd, (struct sockaddr *)&ss, &sl, flags)
+			      : real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
+		if (fd == ACCEPT_RESTART)
 			obj_put(o);
-	} while (w == ACCEPT_RESTART);
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	int fd = w < 0 ? (errno = -w, -1) : real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
+	} while (fd == ACCEPT_RESTART);
 	int e = errno;
 	if (fd >= 0) {
 		struct usock *s = usock_new(l->family, (flags & SOCK_NONBLOCK) != 0);

@@ -4,6 +4,8 @@
 # listening socket their master opened. Both sides run under usmc. The workers take turns, so a
 # connection often reaches the worker that does not hold its proposal: the other one, asleep in
 # accept(), must hand it over. Every response must be right, and no connection may fall back.
+# Then php-fpm stops gracefully (SIGQUIT), which its workers do by closing their listener in
+# the signal's handler: they must all exit.
 . "$(dirname "$0")/lib.sh"
 app_begin php_fpm
 need nginx wrk
@@ -45,7 +47,10 @@ NGINX_SERVER="location ~ \\.php\$ {
 # second worker.
 run_wrk fastcgi "http://127.0.0.1:$port/page.php" "$WORK/page.expected" -c2 -d3s
 stop nginx
-stop php-fpm
+# A graceful stop: each worker closes its listener in its SIGQUIT handler, which must end its
+# accept() and let it exit.
+kill -QUIT "${_server_pid[php-fpm]}"
+server_done php-fpm || fail "php-fpm's graceful stop failed"
 nginx_clean nginx
 grep -E '(ERROR|ALERT): ' "$WORK/fpm/error.log" && fail "php-fpm logged errors"
 

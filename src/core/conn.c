@@ -1244,9 +1244,9 @@ static unsigned long line_inode(const char *p, const char *end)
 }
 
 /* Is a socket with this inode still open in some process? Only asked when a
- * listener that was inherited across fork() is closed, which applications do in
- * signal handlers (php-fpm's workers stop so): read(2) into a buffer on the
- * stack, no stdio, nothing that allocates. */
+ * listener that was inherited across fork() is closed (inside a signal handler,
+ * not until the next call outside it: fdtab_release_later()). Read with read(2)
+ * into a buffer on the stack. */
 static int inode_open(unsigned long ino)
 {
 	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};

@@ -180,7 +180,9 @@ int cf_epoll_report(const char *label, int ep, int timeout);
 void cf_epoll_ctl(int ep, int op, int fd, uint32_t events, uint64_t tag);
 
 /* Nonblocking writes of the pattern from stream offset off until the socket stays full (EAGAIN
- * and no POLLOUT); returns the new offset. Leaves fd nonblocking. */
+ * and no POLLOUT); returns the new offset. Leaves fd nonblocking. Only once the peer has
+ * accepted the connection: under usmc, one not accepted yet holds only what the client may
+ * write before the server attaches (64 KB), and has room again when it does. */
 uint64_t cf_fill_until_full(int fd, uint64_t off, unsigned seed);
 
 /* The readiness programs over many connections (n <= 255). The peer connects n times, writes

@@ -6,6 +6,7 @@
 static void server(void *arg)
 {
     int s = cf_accept(*(int *)arg);
+    cf_post(); /* accepted: the client may fill the connection (cf_fill_until_full) */
     cf_wait();
     uint64_t n = cf_recv_pattern(s, 1 << 16, 31);
     CHECK(n == cf_wait_u64());
@@ -19,6 +20,7 @@ int main(void)
     int l = cf_listen(AF_INET);
     cf_spawn(server, &l);
     int fd = cf_connect(AF_INET, cf_port(l));
+    cf_wait();
     int ep = epoll_create1(0);
     CHECK(ep >= 0);
     cf_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLOUT, 3);

@@ -7,6 +7,7 @@
 static void server(void *arg)
 {
     int s = cf_accept(*(int *)arg);
+    cf_post(); /* accepted: the client may fill the connection (cf_fill_until_full) */
     cf_wait();
     cf_wait_sleeping(getppid(), getppid());
     uint64_t n = cf_recv_pattern(s, 1 << 16, 71);
@@ -22,6 +23,7 @@ int main(void)
     int l = cf_listen(AF_INET);
     cf_spawn(server, &l);
     int fd = cf_connect(AF_INET, cf_port(l));
+    cf_wait();
     uint64_t off = cf_fill_until_full(fd, 0, 71);
     FD_ZERO(&wr);
     FD_SET(fd, &wr);

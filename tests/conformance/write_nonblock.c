@@ -9,6 +9,7 @@ static void server(void *arg)
 {
     int l = *(int *)arg;
     int s = cf_accept(l);
+    cf_post(); /* accepted: the client may fill the connection (cf_fill_until_full) */
     cf_wait();
     uint64_t total = cf_recv_pattern(s, CHUNK, 7);
     uint64_t sent = cf_wait_u64();
@@ -24,6 +25,7 @@ int main(void)
     int l = cf_listen(AF_INET);
     cf_spawn(server, &l);
     int fd = cf_connect(AF_INET, cf_port(l));
+    cf_wait();
     uint64_t off = cf_fill_until_full(fd, 0, 7);
     EXPECT_ERR("write when full", write(fd, buf, sizeof buf), EAGAIN);
     struct pollfd p = {.fd = fd, .events = POLLOUT};

@@ -41,7 +41,7 @@ static int instance(struct usock *l, int lfd)
 	return ep;
 }
 
-int accept_wait(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *alen, int flags)
+int accept_blocking(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
 	int ep = instance(l, lfd);
 

@@ -12,14 +12,14 @@
 
 struct usock;
 
-/* accept_wait(): a handler installed with SA_RESTART ran; the call starts again
+/* accept_blocking(): a handler installed with SA_RESTART ran; the call starts again
  * from its descriptor. */
 #define ACCEPT_RESTART (-2)
 
 /* accept4() on lfd, l's descriptor, blocking as the kernel's does, honouring
  * SO_RCVTIMEO (EAGAIN) and SA_RESTART (EINTR without it). Returns the
  * connection's descriptor, -1 with errno set, or ACCEPT_RESTART. */
-int accept_wait(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *alen, int flags);
+int accept_blocking(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *alen, int flags);
 /* Closes l's instance: the listener goes, or, in a forked child, the instance
  * is the parent's. */
 void accept_forget(struct usock *l);

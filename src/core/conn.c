@@ -1226,53 +1226,28 @@ int conn_shutdown(struct usock *s, int fd, int how)
 	return 0;
 }
 
-/* The 10th field of a /proc/net/tcp line (its socket's inode), or 0. */
-static unsigned long line_inode(const char *p, const char *end)
-{
-	for (int field = 0; field < 9; field++) {
-		while (p < end && *p == ' ')
-			p++;
-		while (p < end && *p != ' ')
-			p++;
-	}
-	while (p < end && *p == ' ')
-		p++;
-	unsigned long ino = 0;
-	for (; p < end && *p >= '0' && *p <= '9'; p++)
-		ino = ino * 10 + (unsigned long)(*p - '0');
-	return ino;
-}
-
 /* Is a socket with this inode still open in some process? Only asked when a
- * listener that was inherited across fork() is closed (inside a signal handler,
- * not until the next call outside it: fdtab_release_later()). Read with read(2)
- * into a buffer on the stack. */
+ * listener that was inherited across fork() is closed, never inside a signal
+ * handler (a handler's close leaves it to fdtab_release_later()). */
 static int inode_open(unsigned long ino)
 {
 	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-	char buf[4096];
+	char line[512];
 
 	for (int t = 0; t < 2; t++) {
-		int fd = real.open(tables[t], O_RDONLY | O_CLOEXEC);
-		size_t have = 0;
-		ssize_t n;
-		if (fd < 0)
+		FILE *f = fopen(tables[t], "re");
+		if (!f)
 			continue;
-		while ((n = real.read(fd, buf + have, sizeof(buf) - have)) > 0) {
-			const char *p = buf, *end = buf + have + (size_t)n, *nl;
-			while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
-				if (line_inode(p, nl) == ino) {
-					real.close(fd);
-					return 1;
-				}
-				p = nl + 1;
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long i = 0;
+			/* sl local rem st tx:rx tr:when retr uid timeout inode */
+			if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &i) == 1 &&
+			    i == ino) {
+				fclose(f);
+				return 1;
 			}
-			/* A partial line moves to the front; one that fills the
-			 * buffer is no line of this table: dropped. */
-			have = (size_t)(end - p) < sizeof(buf) ? (size_t)(end - p) : 0;
-			memmove(buf, p, have);
 		}
-		real.close(fd);
+		fclose(f);
 	}
 	return 0;
 }

@@ -117,7 +117,7 @@ static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int fl
 		 * another process. */
 		int blocking = l->forked && !l->nonblock && !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
 		sl = sizeof(ss);
-		fd = blocking ? accept_wait(l, lfd, (struct sockaddr *)&ss, &sl, flags)
+		fd = blocking ? accept_blocking(l, lfd, (struct sockaddr *)&ss, &sl, flags)
 			      : real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);
 		if (fd == ACCEPT_RESTART)
 			obj_put(o);
@@ -175,16 +175,17 @@ static int release_fd(int fd, struct obj *o, int (*close_fd)(void *), void *arg)
 	struct usock *s = sock_of(o);
 	void (*release)(struct obj *, unsigned long) = put;
 	unsigned long ino = 0;
-	int finish = 0;
+	int last = atomic_fetch_sub(&o->fdrefs, 1) == 1, finish = 0;
 
 	if (s && atomic_load(&s->mode) == MODE_LISTEN) {
 		struct stat st;
-		ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
 		socktab_closed(fd);
-		if (atomic_fetch_sub(&o->fdrefs, 1) == 1)
+		if (last) {
+			ino = fstat(fd, &st) == 0 ? (unsigned long)st.st_ino : 0;
 			release = listener_gone;
+		}
 	} else {
-		finish = atomic_fetch_sub(&o->fdrefs, 1) == 1 && s && conn_close(s, fd);
+		finish = last && s && conn_close(s, fd);
 	}
 	int r = close_fd(arg), e = errno;
 

@@ -1,6 +1,6 @@
 /* A child that closes its copy of an inherited listener leaves it registered: the parent, which
- * still holds it, accepts accelerated connections afterwards. (Whether a listener lives on is
- * read from /proc/net/tcp, as php-fpm's workers need it inside a signal handler.)
+ * still holds it, accepts accelerated connections afterwards (whether a listener lives on in
+ * another process is read from /proc/net/tcp).
  * usmc-expect: accelerated data */
 #include "common.h"
 

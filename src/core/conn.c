@@ -268,6 +268,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		goto plain;
 	}
 	uint64_t rs[2] = {ring_for(s->sndbuf, cfg.send_ring), ring_for(s->rcvbuf, cfg.recv_ring)};
+	registry_proposing(addr);
 	e = lgr_propose(g, s, fd, rs, &s->seg, &bell);
 	if (e == -EPIPE || e == -ECONNRESET) {
 		/* The listener's process is gone: its entry goes too. */
@@ -343,6 +344,25 @@ static void claim_listener(struct usock *l)
 
 static void mark_handed(struct usock *s);
 
+/* Whether a client may still wait for the attach of a proposal made to l's port:
+ * one moved its count (registry_proposals()) less than the longest a client
+ * waits (USMC_HANDSHAKE_TIMEOUT_MS) before we last saw the count move. If not, a
+ * connection nobody here holds a proposal for comes from a plain client, and
+ * asking the siblings for it would only make it wait for their answers. */
+static int proposals_recent(struct usock *l, unsigned port)
+{
+	uint64_t seen = atomic_load_explicit(&l->proposals_seen, memory_order_relaxed);
+	uint32_t n = registry_proposals(port), now_ms = (uint32_t)(sys_now_ns() / 1000000ull);
+
+	if ((uint32_t)(seen >> 32) != n) {
+		atomic_store_explicit(&l->proposals_seen, (uint64_t)n << 32 | now_ms,
+				      memory_order_relaxed);
+		return 1;
+	}
+	/* Unsigned: after a wrap of the clock the answer is "recent", which only asks. */
+	return now_ms - (uint32_t)seen < cfg.handshake_ms;
+}
+
 void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer)
 {
 	int bell;
@@ -356,7 +376,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
 	     (!registry_port_shared((struct sockaddr *)&l->bound) ||
-	      !registry_handoff_ok(c.local.port) ||
+	      !registry_handoff_ok(c.local.port) || !proposals_recent(l, c.local.port) ||
 	      handoff_fetch(&c, &loc, &bell, &id) != 1))) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;

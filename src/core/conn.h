@@ -81,6 +81,9 @@ struct usock {
 	_Atomic int accepting;      /* listener: pid that claimed it, 0 before */
 	_Atomic uint64_t reclaim_ns; /* listener on an ambiguous port: when to claim again */
 	_Atomic uint64_t netns_cookie; /* listener: its namespace's cookie, 0 until known */
+	/* listener: the port's proposal count as last seen (high half) and when it was
+	 * first seen so, in milliseconds (low half): proposals_recent() */
+	_Atomic uint64_t proposals_seen;
 	int accept_ep;              /* listener: what a blocking accept() waits in (accept.h) */
 	struct epreg *regs;         /* epoll registrations naming this socket */
 	/* Registrations made while it was an unconnected socket (the application's

@@ -395,6 +395,8 @@ int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, 
 			pf[1 + asked++] = (struct pollfd){link, POLLIN, 0};
 		}
 	}
+	if (asked)
+		stat_add(STAT_HANDOFF_ASKS, 1);
 	uint64_t deadline = sys_now_ns() + HANDOFF_WAIT_MS * 1000000ull;
 	for (int left = asked; left && !got;) {
 		int r = real.poll(pf, (nfds_t)(1 + asked), sys_ms_left(deadline));

@@ -30,10 +30,12 @@
  * monotonic clock) until which its acceptors do not hand proposals to each
  * other. Last, a change counter per port, bumped after every change of the
  * port's entry (l-<port>): a client keeps what it read of an entry for as long as
- * the counter stands still, and connects without reading the link again. The
- * file is sparse: only the ports in use take memory. */
+ * the counter stands still, and connects without reading the link again. Then a
+ * count per port of the proposals clients made (registry_proposing()). The file
+ * is sparse: only the ports in use take memory. */
 #define ACCEPTOR_SLOTS 8
-#define PORTS_BYTES (NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4 + NPORTS * 4)
+#define PORTS_BYTES \
+	(NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4 + NPORTS * 4 + NPORTS * 4)
 /* How long a port whose acceptors failed to hand a proposal over stays on TCP. */
 #define HANDOFF_BACKOFF_S 30
 
@@ -94,6 +96,11 @@ static _Atomic uint32_t *no_handoff_until(_Atomic uint16_t *p, unsigned port)
 static _Atomic uint32_t *changes_of(_Atomic uint16_t *p, unsigned port)
 {
 	return no_handoff_until(p, NPORTS) + port;
+}
+
+static _Atomic uint32_t *proposals_of(_Atomic uint16_t *p, unsigned port)
+{
+	return changes_of(p, NPORTS) + port;
 }
 
 /* Whoever changed the port's entry says so, after the change. */
@@ -423,6 +430,26 @@ int registry_claimants(unsigned port, pid_t *pids, int max)
 			pids[n++] = (pid_t)v;
 	}
 	return n;
+}
+
+void registry_proposing(const struct sockaddr *dst)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	/* Only that it moves matters: clients racing may count one for two. */
+	if (p) {
+		_Atomic uint32_t *n = proposals_of(p, addr_port(dst));
+		atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	}
+}
+
+uint32_t registry_proposals(unsigned port)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	return p && port < NPORTS ? atomic_load_explicit(proposals_of(p, port), memory_order_relaxed)
+				  : 0;
 }
 
 int registry_port_shared(const struct sockaddr *bound)

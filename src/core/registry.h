@@ -8,7 +8,8 @@
  *                       proposals to each other: see handoff.h), and the
  *                       processes that claimed the port. Then a change counter
  *                       per port, which lets a client keep what it read of an
- *                       entry instead of reading it at each connect.
+ *                       entry instead of reading it at each connect, and a
+ *                       count of the proposals clients made to the port.
  *   <rundir>/l-<port>   a symbolic link whose target names the listening process's
  *                       control socket, its network namespace and the addresses it
  *                       accepts on; replaced atomically, readable in one readlink.
@@ -18,6 +19,7 @@
 #ifndef USMC_REGISTRY_H
 #define USMC_REGISTRY_H
 
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -38,6 +40,13 @@ int registry_claimants(unsigned port, pid_t *pids, int max);
  * acceptors ask nobody. */
 void registry_handoff_failed(unsigned port);
 int registry_handoff_ok(unsigned port);
+/* A client is about to propose to dst's port, before its connect(). */
+void registry_proposing(const struct sockaddr *dst);
+/* The port's count of proposals: it only moves on (wrapping), at every
+ * registry_proposing(). An acceptor that saw it stand still for longer than a
+ * client waits for its attach knows that no client waits: a connection for which
+ * it holds no proposal came from a plain client. */
+uint32_t registry_proposals(unsigned port);
 /* Whether the port is marked shared: several processes accept on it. */
 int registry_port_shared(const struct sockaddr *bound);
 /* Whether the entry that sent a client to path is still what it was. */

@@ -25,6 +25,7 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_DOORBELLS] = "doorbells",
 	[STAT_HANDOFFS] = "handoffs",
 	[STAT_HANDOFF_LINKS] = "handoff_links",
+	[STAT_HANDOFF_ASKS] = "handoff_asks",
 	[STAT_BELL_PAIRS] = "doorbell_pairs",
 	[STAT_ARENA_MAPS] = "arena_maps",
 	[STAT_PEEK_CALLS] = "peek_calls",

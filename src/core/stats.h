@@ -40,6 +40,7 @@ enum stat_id {
 	STAT_DOORBELLS,        /* doorbells rung */
 	STAT_HANDOFFS,         /* proposals a sibling acceptor handed us (handoff.h) */
 	STAT_HANDOFF_LINKS,    /* connections to siblings opened to ask them (handoff.h) */
+	STAT_HANDOFF_ASKS,     /* connections we asked siblings about (handoff.h) */
 	STAT_BELL_PAIRS,       /* doorbells made: none when a segment's ends kept theirs */
 	STAT_ARENA_MAPS,       /* arenas mapped, made or received */
 	STAT_FALLBACK_REASON,  /* DECL_MAX counters follow, both sides */
@@ -53,7 +54,7 @@ enum stat_id {
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 5u
+#define STATS_VERSION 6u
 
 struct stats_file {
 	uint64_t magic;

@@ -52,6 +52,7 @@ static const char stats_usage[] =
 	"  handoffs                           connections whose proposal another process\n"
 	"                                     accepting on the same socket handed over\n"
 	"  handoff_links                      connections opened to such processes to ask\n"
+	"  handoff_asks                       accepted connections they were asked about\n"
 	"  doorbell_pairs                     doorbells made; a segment's next connection\n"
 	"                                     reuses the one both ends kept\n"
 	"  arena_maps                         arenas mapped, made or received\n"

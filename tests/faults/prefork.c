@@ -2,7 +2,7 @@
  * epoll set, as nginx's workers do. The kernel hands a connection to either worker, while
  * its client's proposal reaches the one that took the client's control channel.
  *
- * usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits
+ * usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits|plain
  *   alternate  the workers take turns: worker 0 accepts the first connection (and with it
  *              the client's channel), worker 1 every second one after that. Each connection
  *              echoes a stream of its own, exactly, accelerated on both sides: worker 1 gets
@@ -34,7 +34,12 @@
  *              its client's channel hangs up while the client waits (past the 200 ms it
  *              takes to look) for worker 1's echo, which worker 1 sends late. The connection
  *              lives on with worker 1, exactly, through shared memory, both ways: what the
- *              client sends afterwards still reaches worker 1. */
+ *              client sends afterwards still reaches worker 1.
+ *   plain      once each worker took an accelerated connection (worker 1's handed over) and
+ *              no client proposed for longer than a client waits for its attach (run.sh
+ *              shortens that wait), worker 1 takes connections from plain clients (system
+ *              calls only) without asking worker 0 about them; then an accelerated client
+ *              comes again, and worker 1 asks for its proposal again and is handed it. */
 #include "faults.h"
 
 #include <fcntl.h>
@@ -55,6 +60,11 @@
 #define TURNS 40
 /* More than a worker keeps of its siblings' connections (handoff.c's IN_MAX). */
 #define CROWD 80
+
+/* plain: connections from plain clients, and how long no client proposes before them
+ * (longer than run.sh's USMC_HANDSHAKE_TIMEOUT_MS). */
+#define PLAIN_CONNS 10
+#define PLAIN_QUIET_MS 500
 
 /* holder_exits: how long worker 1 keeps a connection waiting before it echoes. */
 static unsigned echo_delay_ms;
@@ -241,8 +251,9 @@ int main(int argc, char **argv)
                       strcmp(argv[1], "stopped") && strcmp(argv[1], "foreign") &&
                       strcmp(argv[1], "epoll") &&
                       strcmp(argv[1], "crowd") &&
-                      strcmp(argv[1], "holder_exits") && strcmp(argv[1], "nobody")))
-        FAIL("usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits");
+                      strcmp(argv[1], "holder_exits") && strcmp(argv[1], "nobody") &&
+                      strcmp(argv[1], "plain")))
+        FAIL("usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits|plain");
     bool nobody = !strcmp(argv[1], "nobody");
     if (nobody && geteuid() != 0) {
         printf("not root: cannot make workers nobody\n");
@@ -312,6 +323,23 @@ int main(int argc, char **argv)
         printf("and echoed what came after, exact\n");
         kill(w[1], SIGKILL);
         fl_reap(w[1]);
+        return 0;
+    }
+    if (!strcmp(argv[1], "plain")) {
+        turn(&ch[1], port, 1);
+        fl_sleep_ms(PLAIN_QUIET_MS);
+        for (unsigned i = 0; i < PLAIN_CONNS; i++) {
+            fl_post(&ch[1], 1);
+            fl_probe_plain(port, 1000);
+            fl_wait(&ch[1]);
+        }
+        printf("%u plain connections to worker 1, exact\n", PLAIN_CONNS);
+        turn(&ch[1], port, 2);
+        printf("then an accelerated one, exact\n");
+        for (int k = 0; k < 2; k++) {
+            kill(w[k], SIGKILL);
+            fl_reap(w[k]);
+        }
         return 0;
     }
     if (!strcmp(argv[1], "foreign")) {

@@ -77,6 +77,7 @@ mode_name() {
         usmc-bp) echo "usmc, busy-poll ${BUSY_POLL_US} µs" ;;
         usmc-sleep) echo "usmc, sleeping (no busy-poll)" ;;
         fallback) echo "usmc client, plain server" ;;
+        fallback-server) echo "plain client, usmc server" ;;
         bare) echo "bare memfd ring" ;;
         bare-sleep) echo "bare memfd ring, sleeping" ;;
         *) echo "$1" ;;
@@ -92,7 +93,7 @@ _launcher() {
     is_bare "$mode" && cpu=$SERVER_CPU,$CLIENT_CPU
     _cmd=(taskset -c "$cpu")
     case $mode:$side in
-        usmc:* | fallback:client) _cmd+=("$USMC" run --rundir "$RD" --) ;;
+        usmc:* | fallback:client | fallback-server:server) _cmd+=("$USMC" run --rundir "$RD" --) ;;
         usmc-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --rundir "$RD" --) ;;
         usmc-sleep:*) _cmd+=(env USMC_BUSY_POLL_US=0 "$USMC" run --rundir "$RD" --) ;;
     esac

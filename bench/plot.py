@@ -23,6 +23,7 @@ MODES = {
     "usmc-sleep": ("usmc, sleeping", "#17becf"),
     "usmc-bp": ("usmc, busy-poll", "#d62728"),
     "fallback": ("usmc client, plain server", "#9467bd"),
+    "fallback-server": ("plain client, usmc server", "#8c564b"),
     "bare": ("bare memfd ring", "#2ca02c"),
     "bare-sleep": ("bare memfd ring, sleeping", "#98df8a"),
 }

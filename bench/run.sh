@@ -135,8 +135,8 @@ machine() {
     echo "to plain TCP loopback. Modes: **TCP** plain loopback; **Unix socket** where the application"
     echo "has one; **usmc**: \`usmc run\` on both ends (the library's default busy-poll); **usmc,"
     echo "busy-poll**: the same with USMC_BUSY_POLL_US=$BUSY_POLL_US; **usmc, sleeping**: with"
-    echo "USMC_BUSY_POLL_US=0, every wait a sleep; **usmc client, plain server**:"
-    echo "the fallback path. Each usmc mode has its own runtime directory; its counters are listed"
+    echo "USMC_BUSY_POLL_US=0, every wait a sleep; **usmc client, plain server** and **plain client,"
+    echo "usmc server**: the fallback paths. Each usmc mode has its own runtime directory; its counters are listed"
     echo "under the table to show whether shared memory carried the connections."
     echo
 }
@@ -167,9 +167,9 @@ table() {
         [ -n "$s" ] || continue
         read -r acc fb <<<"$s"
         printf -- '- %s: usmc counted %s accelerated connection ends, %s fallbacks' "$(mode_name "$mode")" "$acc" "$fb"
-        if [ "$mode" != fallback ] && [ "$acc" -eq 0 ]; then
+        if [[ $mode != fallback* ]] && [ "$acc" -eq 0 ]; then
             printf ' — **not accelerated: these figures are not usmc'"'"'s**'
-        elif [ "$mode" = fallback ] && [ "$acc" -gt 0 ]; then
+        elif [[ $mode = fallback* ]] && [ "$acc" -gt 0 ]; then
             printf ' — **accelerated: this is not the fallback path**'
         fi
         echo
@@ -247,7 +247,7 @@ run_workload() {
     done
     stop_servers
     for mode in $WL_MODES; do
-        case $mode in usmc | usmc-bp | usmc-sleep | fallback) ;; *) continue ;; esac
+        case $mode in usmc | usmc-bp | usmc-sleep | fallback | fallback-server) ;; *) continue ;; esac
         use_mode "$mode"
         [ -x "$USMC" ] || continue
         record S "$name" "$mode" "$(usmc_counter "$RD" conn_accelerated)" "$(usmc_counter "$RD" conn_fallback)"

@@ -91,6 +91,8 @@ struct epshadow {
 	int handoff;         /* the handoff socket is in ifd */
 	_Atomic int sleepers; /* threads inside the real epoll_wait: only they need a kick */
 	struct bellwatch *bws;  /* doorbell entries, parked or serving */
+	_Atomic int serving;    /* of them, serving a registration: shared memory can
+				 * change under a wait only while one does */
 	_Atomic int bws_dead;   /* of them, removed by epoll_bell_gone */
 };
 
@@ -352,6 +354,7 @@ static int bell_watch(struct epreg *r)
 	}
 	bw->r = r;
 	r->bw = bw;
+	atomic_fetch_add_explicit(&sh->serving, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -366,6 +369,7 @@ static void bell_unwatch(struct epreg *r)
 		return;
 	bw->r = NULL;
 	bw->rang_parked = 0;
+	atomic_fetch_sub_explicit(&r->sh->serving, 1, memory_order_relaxed);
 }
 
 static int watch(struct epreg *r, int op)
@@ -880,9 +884,15 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
 			tmo = CONN_PENDING_RECHECK_MS;
 		/* A signal mask is the application's to apply while it waits: with
-		 * one, go straight to the real wait. */
+		 * one, go straight to the real wait. A set whose sockets all carry
+		 * their bytes over TCP (a server whose clients are all plain, its
+		 * listener in the set) does not spin either: nothing the spin looks
+		 * at comes sooner than the kernel's wake-up, which plain TCP waits for
+		 * too. */
 		struct look l = {sh, events + n, maxevents - n};
-		int m = sigmask ? 0 : conn_busy_wait(look_now, &l, tmo);
+		int m = sigmask || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
+				? 0
+				: conn_busy_wait(look_now, &l, tmo);
 		if (m == LOOK_NEWS) {
 			atomic_fetch_sub(&sh->sleepers, 1);
 			continue;

@@ -184,6 +184,15 @@ static _Noreturn void worker(int lfd, struct fl_chan *ch)
     }
 }
 
+/* Kills and reaps the n processes at pids. */
+static void stop(const pid_t *pids, int n)
+{
+    for (int k = 0; k < n; k++) {
+        kill(pids[k], SIGKILL);
+        fl_reap(pids[k]);
+    }
+}
+
 /* The stream of connection fd, taken by the worker behind ch, comes back exactly. */
 static void exchange(struct fl_chan *ch, int fd, unsigned i)
 {
@@ -321,8 +330,7 @@ int main(int argc, char **argv)
         close(fd);
         fl_wait(&ch[1]);
         printf("and echoed what came after, exact\n");
-        kill(w[1], SIGKILL);
-        fl_reap(w[1]);
+        stop(&w[1], 1);
         return 0;
     }
     if (!strcmp(argv[1], "plain")) {
@@ -336,10 +344,7 @@ int main(int argc, char **argv)
         printf("%u plain connections to worker 1, exact\n", PLAIN_CONNS);
         turn(&ch[1], port, 2);
         printf("then an accelerated one, exact\n");
-        for (int k = 0; k < 2; k++) {
-            kill(w[k], SIGKILL);
-            fl_reap(w[k]);
-        }
+        stop(w, 2);
         return 0;
     }
     if (!strcmp(argv[1], "foreign")) {
@@ -361,10 +366,7 @@ int main(int argc, char **argv)
         fl_post(&ch[1], 1);
         exchange(&ch[1], fd, 1);
         printf("then worker 1 took the connection, exact\n");
-        for (int k = 0; k < 2; k++) {
-            kill(w[k], SIGKILL);
-            fl_reap(w[k]);
-        }
+        stop(w, 2);
         return 0;
     }
     pid_t crowd = -1;
@@ -396,10 +398,8 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 1; i < TURNS; i++)
         turn(&ch[i % 2], port, 100 + i);
-    if (crowd > 0) {
-        kill(crowd, SIGKILL);
-        fl_reap(crowd);
-    }
+    if (crowd > 0)
+        stop(&crowd, 1);
     printf("%u connections, every stream exact\n", TURNS + (stopped ? 3 : 0));
     if (nobody && (fl_stat_self(STAT_HANDOFFS) != TURNS / 2 ||
                    fl_stat_self(stat_side_id(SIDE_CLIENT, SIDE_ACCEL)) != TURNS))
@@ -407,9 +407,6 @@ int main(int argc, char **argv)
              (unsigned long long)fl_stat_self(STAT_HANDOFFS),
              (unsigned long long)fl_stat_self(stat_side_id(SIDE_CLIENT, SIDE_ACCEL)), TURNS / 2,
              TURNS);
-    for (int k = 0; k < 2; k++) {
-        kill(w[k], SIGKILL);
-        fl_reap(w[k]);
-    }
+    stop(w, 2);
     return 0;
 }

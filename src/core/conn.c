@@ -344,13 +344,17 @@ static void claim_listener(struct usock *l)
 
 static void mark_handed(struct usock *s);
 
-/* Whether a client may still wait for the attach of a proposal made to l's port:
- * one moved its count (registry_proposals()) less than the longest a client
- * waits (USMC_HANDSHAKE_TIMEOUT_MS) before we last saw the count move. If not, a
- * connection nobody here holds a proposal for comes from a plain client, and
- * asking the siblings for it would only make it wait for their answers. */
-static int proposals_recent(struct usock *l, unsigned port)
+/* Whether to ask the siblings for the proposal of a connection accepted on l that
+ * we hold none for: only on a port several processes accept on, unless one of them
+ * failed to answer lately, and only while a client may still wait for the attach
+ * of a proposal to the port: one moved its count (registry_proposals()) less than
+ * the longest a client waits (USMC_HANDSHAKE_TIMEOUT_MS) before we last saw the
+ * count move. Otherwise the connection comes from a plain client, and asking
+ * about it would only make it wait for the siblings' answers. */
+static int worth_asking(struct usock *l, unsigned port)
 {
+	if (!registry_port_shared((struct sockaddr *)&l->bound) || !registry_handoff_ok(port))
+		return 0;
 	uint64_t seen = atomic_load_explicit(&l->proposals_seen, memory_order_relaxed);
 	uint32_t n = registry_proposals(port), now_ms = (uint32_t)(sys_now_ns() / 1000000ull);
 
@@ -375,9 +379,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->connected = 1;
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
-	     (!registry_port_shared((struct sockaddr *)&l->bound) ||
-	      !registry_handoff_ok(c.local.port) || !proposals_recent(l, c.local.port) ||
-	      handoff_fetch(&c, &loc, &bell, &id) != 1))) {
+	     (!worth_asking(l, c.local.port) || handoff_fetch(&c, &loc, &bell, &id) != 1))) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);
 		return;
 	}

@@ -82,7 +82,7 @@ struct usock {
 	_Atomic uint64_t reclaim_ns; /* listener on an ambiguous port: when to claim again */
 	_Atomic uint64_t netns_cookie; /* listener: its namespace's cookie, 0 until known */
 	/* listener: the port's proposal count as last seen (high half) and when it was
-	 * first seen so, in milliseconds (low half): proposals_recent() */
+	 * first seen so, in milliseconds (low half): worth_asking() */
 	_Atomic uint64_t proposals_seen;
 	int accept_ep;              /* listener: what a blocking accept() waits in (accept.h) */
 	struct epreg *regs;         /* epoll registrations naming this socket */

@@ -150,7 +150,9 @@ int sys_ms_left(uint64_t deadline_ns)
 	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 
-static __thread uintptr_t signal_frame;
+/* Initial-exec: every close() looks at it, and the library is preloaded, so its
+ * thread-local block is allocated with the program's, without __tls_get_addr(). */
+static __thread uintptr_t signal_frame __attribute__((tls_model("initial-exec")));
 
 uintptr_t sys_signal_enter(uintptr_t frame)
 {

@@ -15,7 +15,7 @@
 #include "../core/sys.h"
 
 static struct sigaction app[NSIG];
-static __thread int last_restart = -1;
+static __thread int last_restart __attribute__((tls_model("initial-exec"))) = -1;
 
 static void wrapper(int sig, siginfo_t *info, void *uc)
 {

@@ -59,13 +59,9 @@ static int pow2_in(uint64_t v, uint64_t lo, uint64_t hi)
 	return v >= lo && v <= hi && (v & (v - 1)) == 0;
 }
 
-static int check_proposal(const struct clc_proposal *p, int nfds)
+/* The sizes and places a proposal names, whoever sends it. */
+static int check_segment(const struct clc_proposal *p)
 {
-	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) ||
-	    (p->flags & (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) == (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT))
-		return CLC_EFIELD;
-	if (nfds != clc_proposal_nfds(p->flags))
-		return CLC_EFDS;
 	if ((p->flags & CLC_F_NEW_ARENA) &&
 	    (p->arena_size == 0 || p->arena_size > CLC_ARENA_MAX || (p->arena_size & 4095)))
 		return CLC_EFIELD;
@@ -79,6 +75,16 @@ static int check_proposal(const struct clc_proposal *p, int nfds)
 	    p->seg_off > CLC_ARENA_MAX - p->seg_size)
 		return CLC_EFIELD;
 	return CLC_OK;
+}
+
+static int check_proposal(const struct clc_proposal *p, int nfds)
+{
+	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) ||
+	    (p->flags & (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) == (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT))
+		return CLC_EFIELD;
+	if (nfds != clc_proposal_nfds(p->flags))
+		return CLC_EFDS;
+	return check_segment(p);
 }
 
 static int check_ask(const struct clc_ask *a, int nfds)
@@ -105,10 +111,7 @@ static int check_handoff(const struct clc_handoff *h, int nfds)
 	    p->hdr.type != CLC_PROPOSAL || p->hdr.length != sizeof(*p) ||
 	    (p->flags & ~CLC_F_BELL_HELD) != CLC_F_NEW_ARENA)
 		return CLC_EFIELD;
-	struct clc_proposal q = *p;
-
-	q.flags = CLC_F_NEW_ARENA;
-	return check_proposal(&q, nfds);
+	return nfds == CLC_HFD_MAX ? check_segment(p) : CLC_EFDS;
 }
 
 int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)

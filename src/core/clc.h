@@ -12,8 +12,12 @@
  * no proposal ASKs its siblings for the connection's 4-tuple; the holder answers
  * with a HANDOFF of the proposal and everything that came with it (handoff.h).
  * The asker proves nothing with the ASK: the holder hands proposals only to
- * processes accepting on the same port, and the asker checks that the client's
- * socket in the HANDOFF mirrors the one it accepted.
+ * processes accepting on the same port, and only the one whose client socket
+ * mirrors the 4-tuple asked about, in the network namespace the ASK names. The
+ * client's socket itself stays with the holder, which closes its copy before
+ * answering: the client still holds the socket then, so that close is cheap,
+ * where a copy travelling on could outlive the whole connection and leave its
+ * teardown to a server.
  *
  * All messages are fixed-size little-endian structures with an eyecatcher, a
  * type and a length; the decoder accepts nothing else. */
@@ -43,6 +47,13 @@ enum clc_fd {
 				other through */
 	CLC_FD_ARENA,        /* only with CLC_F_NEW_ARENA: the arena memfd */
 	CLC_FD_MAX
+};
+
+/* Fds that travel with a HANDOFF that found its proposal, in this order. */
+enum clc_hfd {
+	CLC_HFD_BELL = 0,    /* the server's doorbell end */
+	CLC_HFD_ARENA,       /* the arena memfd */
+	CLC_HFD_MAX
 };
 
 #define CLC_F_NEW_ARENA 0x1u
@@ -103,12 +114,13 @@ struct clc_ask {
 	uint8_t server_ip[16];
 	uint8_t client_ip[16];
 	uint64_t seq;         /* the asker's, echoed in the answer */
+	uint64_t netns_cookie; /* the asker's listener's network namespace, 0: unknown */
 };
 
 /* found: p is the proposal as the client sent it, except that its arena always
  * travels (CLC_F_NEW_ARENA, with the arena's size) and the sender may keep the
- * doorbell end too (CLC_F_BELL_HELD), followed by its descriptors: the client's
- * TCP socket, the server's doorbell end, the arena.
+ * doorbell end too (CLC_F_BELL_HELD), followed by its descriptors in CLC_HFD_*
+ * order.
  * Not found: p is zero and nothing travels. */
 struct clc_handoff {
 	struct clc_hdr hdr;
@@ -122,7 +134,7 @@ _Static_assert(sizeof(struct clc_hdr) == 8, "clc header layout");
 _Static_assert(sizeof(struct clc_proposal) == 64, "clc proposal layout");
 _Static_assert(sizeof(struct clc_withdraw) == 24, "clc withdraw layout");
 _Static_assert(sizeof(struct clc_decline) == 24, "clc decline layout");
-_Static_assert(sizeof(struct clc_ask) == 56, "clc ask layout");
+_Static_assert(sizeof(struct clc_ask) == 64, "clc ask layout");
 _Static_assert(sizeof(struct clc_handoff) == 88, "clc handoff layout");
 
 union clc_msg {

@@ -150,7 +150,7 @@ static int send_handoff(void *ctx, const struct clc_proposal *p, const int *fds)
 	struct clc_handoff h;
 
 	clc_handoff_init(&h, t->seq, p);
-	return dev->ctl_send(t->fd, &h, sizeof(h), fds, CLC_FD_MAX) == (ssize_t)sizeof(h) ? 0 : -1;
+	return dev->ctl_send(t->fd, &h, sizeof(h), fds, CLC_HFD_MAX) == (ssize_t)sizeof(h) ? 0 : -1;
 }
 
 /* The 4-tuple an ASK names, and back. */
@@ -212,7 +212,7 @@ static int answer(int c, pid_t pid)
 		struct reply_to t = {c, m.ask.seq};
 		struct addr local, peer;
 		ask_addrs(&m.ask, &local, &peer);
-		if (!lgr_server_give(&local, &peer, send_handoff, &t)) {
+		if (!lgr_server_give(&local, &peer, m.ask.netns_cookie, send_handoff, &t)) {
 			struct clc_handoff h;
 			clc_handoff_init(&h, t.seq, NULL);
 			if (dev->ctl_send(c, &h, sizeof(h), NULL, 0) != (ssize_t)sizeof(h))
@@ -386,6 +386,7 @@ int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, 
 	pthread_mutex_lock(&ho.ask_lock);
 	clc_ask_init(&a, ++ho.seq);
 	ask_fill(&a, &c->local, &c->peer);
+	a.netns_cookie = lgr_accepted_netns(c);
 	/* While we wait, a sibling may be waiting for us: keep answering. */
 	pf[0] = (struct pollfd){hfd, POLLIN, 0};
 	for (int i = 0; i < n; i++) {
@@ -408,13 +409,13 @@ int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, 
 			if (pf[i].fd < 0 || !pf[i].revents)
 				continue;
 			union clc_msg m;
-			int fds[CLC_FD_MAX], nfds = CLC_FD_MAX, e;
+			int fds[CLC_HFD_MAX], nfds = CLC_HFD_MAX, e;
 			ssize_t k = recv_answer(pf[i].fd, a.seq, &m, fds, &nfds, &e);
 			if (k == -EAGAIN)
 				continue;
 			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
 			if (ok && m.handoff.found) {
-				got = lgr_server_adopt(c, &m.handoff.p, fds, loc, bell);
+				got = lgr_server_adopt(&m.handoff.p, fds, loc, bell);
 				if (got) {
 					*conn_id = m.handoff.p.conn_id;
 					stat_add(STAT_HANDOFFS, 1);

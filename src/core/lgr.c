@@ -624,7 +624,8 @@ static void prop_drop(struct prop *p, uint32_t decline)
 		if (atomic_load(&h->state) != SEG_ATTACHED)
 			atomic_fetch_or(&h->released, SEG_REL_SERVER);
 	}
-	real.close(p->fds[CLC_FD_TCP]);
+	if (p->fds[CLC_FD_TCP] >= 0)
+		real.close(p->fds[CLC_FD_TCP]);
 	bell_close(&p->fds[CLC_FD_BELL]);
 	if (decline)
 		lgr_server_decline(p->lgr, p->p.conn_id, decline);
@@ -901,18 +902,27 @@ static void server_resolve(void)
 	}
 }
 
-/* b_cookie caches b's namespace cookie across calls (0: not known yet): sockets
- * accepted from one listener share it. */
-static int same_netns(int a, int b, _Atomic uint64_t *b_cookie)
+uint64_t lgr_accepted_netns(const struct lgr_accepted *c)
 {
-	uint64_t ca = 0, cb = atomic_load_explicit(b_cookie, memory_order_relaxed);
-	socklen_t la = sizeof(ca), lb = sizeof(cb);
+	uint64_t cookie = atomic_load_explicit(c->netns_cookie, memory_order_relaxed);
+	socklen_t l = sizeof(cookie);
 
-	if (!cb && real.getsockopt(b, SOL_SOCKET, SO_NETNS_COOKIE, &cb, &lb) == 0)
-		atomic_store_explicit(b_cookie, cb, memory_order_relaxed);
-	if (!cb || real.getsockopt(a, SOL_SOCKET, SO_NETNS_COOKIE, &ca, &la) < 0)
+	if (!cookie && real.getsockopt(c->fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &l) == 0)
+		atomic_store_explicit(c->netns_cookie, cookie, memory_order_relaxed);
+	return cookie;
+}
+
+/* Whether socket fd lives in the namespace cookie names. Loopback never crosses
+ * namespaces: a socket with the same 4-tuple in another namespace is not the
+ * peer of the one accepted there. */
+static int in_netns(int fd, uint64_t cookie)
+{
+	uint64_t mine = 0;
+	socklen_t l = sizeof(mine);
+
+	if (!cookie || real.getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &mine, &l) < 0)
 		return 1; /* a kernel without cookies cannot tell; the 4-tuple decides */
-	return ca == cb;
+	return mine == cookie;
 }
 
 /* Removes and returns the resolved proposal whose client socket mirrors ours. */
@@ -994,9 +1004,7 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 	pthread_mutex_unlock(&srv.lock);
 	if (!hit)
 		return 0;
-	if (addr_is_loopback(peer) && !same_netns(hit->fds[CLC_FD_TCP], c->fd, c->netns_cookie)) {
-		/* Loopback never crosses namespaces: a socket with the same 4-tuple in
-		 * another namespace is not the peer of the one we accepted. */
+	if (addr_is_loopback(peer) && !in_netns(hit->fds[CLC_FD_TCP], lgr_accepted_netns(c))) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
 		prop_drop(hit, decline_code(DECL_BINDING));
 		return 0;
@@ -1013,7 +1021,7 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 	return 1;
 }
 
-int lgr_server_give(const struct addr *local, const struct addr *peer,
+int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t netns_cookie,
 		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx)
 {
 	struct prop *hit;
@@ -1027,6 +1035,17 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 	pthread_mutex_unlock(&srv.lock);
 	if (!hit)
 		return 0;
+	/* The 4-tuple matched the client socket's own names; what is left of the
+	 * binding proof is the namespace, the asker's. */
+	if (addr_is_loopback(peer) && !in_netns(hit->fds[CLC_FD_TCP], netns_cookie)) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		prop_drop(hit, decline_code(DECL_BINDING));
+		return 0;
+	}
+	/* While the sibling waits for this answer its client cannot have been
+	 * served, so it still holds its socket and closing our copy costs little. */
+	real.close(hit->fds[CLC_FD_TCP]);
+	hit->fds[CLC_FD_TCP] = -1;
 
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	struct clc_proposal p = hit->p;
@@ -1034,64 +1053,52 @@ int lgr_server_give(const struct addr *local, const struct addr *peer,
 	 * the link group's. So does the doorbell end's, kept for the segment's next
 	 * connection as if ours had ended (how many rings it holds then is the
 	 * sibling's to count). */
-	int fds[CLC_FD_MAX] = {hit->fds[CLC_FD_TCP], hit->fds[CLC_FD_BELL], a->fd};
+	int fds[CLC_HFD_MAX] = {hit->fds[CLC_FD_BELL], a->fd};
 	p.flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
 	/* A kept end may still be watched here for its last connection: the
 	 * sibling's connection must not wake us. */
-	epoll_bell_gone(fds[CLC_FD_BELL]);
+	epoll_bell_gone(fds[CLC_HFD_BELL]);
 	p.arena_size = a->size;
 	if (send(ctx, &p, fds) < 0) {
 		/* It stays ours, and we cannot attach it: the client falls back. */
 		prop_drop(hit, decline_code(DECL_MEMORY));
 		return 0;
 	}
-	real.close(fds[CLC_FD_TCP]);
 	/* Kept only once sent: until then a second proposal for the segment (a
 	 * broken client) could close it and hand its number to another file. If
 	 * keeping fails the sibling still says kept, and the segment's next
 	 * proposal is declined: one connection falls back. */
 	struct lgr *g = hit->lgr;
 	pthread_mutex_lock(&g->lock);
-	if (!g->dead && bellcache_put(&g->kept, bellcache_key(p.arena_id, p.seg_off), fds[CLC_FD_BELL],
+	if (!g->dead && bellcache_put(&g->kept, bellcache_key(p.arena_id, p.seg_off), fds[CLC_HFD_BELL],
 				      SEG_BELL_UNKNOWN) == 0)
-		fds[CLC_FD_BELL] = -1;
+		fds[CLC_HFD_BELL] = -1;
 	pthread_mutex_unlock(&g->lock);
-	bell_close(&fds[CLC_FD_BELL]);
+	bell_close(&fds[CLC_HFD_BELL]);
 	lgr_put(g);
 	free(hit);
 	return 1;
 }
 
-int lgr_server_adopt(const struct lgr_accepted *c, const struct clc_proposal *p, int *fds,
-		     struct seg_loc *loc, int *bell)
+int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc, int *bell)
 {
-	struct addr cl_local, cl_peer;
-	struct arena *a = NULL;
+	struct arena *a = lgr_arena_adopt(fds[CLC_HFD_ARENA], p->arena_size);
 
-	if (sock_names(fds[CLC_FD_TCP], &cl_local, &cl_peer) < 0 ||
-	    !addr_equal(&cl_local, &c->peer) || !addr_equal(&cl_peer, &c->local) ||
-	    (addr_is_loopback(&c->peer) && !same_netns(fds[CLC_FD_TCP], c->fd, c->netns_cookie)))
-		goto fail;
-	a = lgr_arena_adopt(fds[CLC_FD_ARENA], p->arena_size);
-	fds[CLC_FD_ARENA] = -1;
+	fds[CLC_HFD_ARENA] = -1;
 	/* The decoder bounded the segment; the arena we mapped must hold it too. */
-	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off)
-		goto fail;
+	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		if (a)
+			arena_unadopt(a);
+		real.close(fds[CLC_HFD_BELL]);
+		return 0;
+	}
 	/* A sibling's kept doorbell end comes without its count. */
 	*loc = (struct seg_loc){NULL, a, p->seg_off, p->seg_size, {p->ring_size[0], p->ring_size[1]},
 				(struct seg_hdr *)(a->base + p->seg_off), SEG_BELL_UNKNOWN,
 				(p->flags & CLC_F_BELL_HELD) != 0};
-	real.close(fds[CLC_FD_TCP]);
-	*bell = fds[CLC_FD_BELL];
+	*bell = fds[CLC_HFD_BELL];
 	return 1;
-fail:
-	stat_add(STAT_HANDSHAKE_ERR, 1);
-	if (a)
-		arena_unadopt(a);
-	for (int i = 0; i < CLC_FD_MAX; i++)
-		if (fds[i] >= 0)
-			real.close(fds[i]);
-	return 0;
 }
 
 void lgr_peer_vanished(struct lgr *g)

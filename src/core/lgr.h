@@ -127,6 +127,8 @@ struct lgr_accepted {
  * look that follows). Returns 0, or -1 if the socket's name cannot be had. */
 int lgr_accepted_init(struct lgr_accepted *c, int fd, const struct sockaddr *peer,
 		      const struct sockaddr_storage *bound, _Atomic uint64_t *netns_cookie);
+/* The network namespace cookie of c's listener, 0 if the kernel cannot tell. */
+uint64_t lgr_accepted_netns(const struct lgr_accepted *c);
 /* Server: find the proposal for an accepted connection. Returns 1 and fills
  * loc/bell/conn_id on a match (the caller attaches), 0 if the client did not
  * propose, and -reason if a proposal matched but cannot be used (it was declined). */
@@ -135,18 +137,17 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 /* g NULL (a connection handed off by a sibling): nothing to say it on. */
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
 /* Server, for a sibling that accepted a connection proposed to us, from peer on
- * local. If the proposal whose client socket mirrors that is here, send() gets
- * it, ready to travel (arena included), with its descriptors in CLC_FD_* order,
- * which stay ours; once sent it is the sibling's, which checks the client's
- * socket against its own. Returns 1 if it went. */
-int lgr_server_give(const struct addr *local, const struct addr *peer,
+ * local, on a listener in the network namespace netns_cookie names. If the
+ * proposal whose client socket mirrors that is here, send() gets it, ready to
+ * travel (arena included), with its descriptors in CLC_HFD_* order, which stay
+ * ours; once sent it is the sibling's. Returns 1 if it went. */
+int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t netns_cookie,
 		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx);
 /* Server: the proposal a sibling handed off for the connection we accepted (see
- * lgr_server_match), with its descriptors, which are taken over. Checks that the
- * client's socket mirrors ours and maps the arena; returns 1 and fills loc
- * (without a link group) and bell, or 0. */
-int lgr_server_adopt(const struct lgr_accepted *c, const struct clc_proposal *p, int *fds,
-		     struct seg_loc *loc, int *bell);
+ * lgr_server_match), with its descriptors, which are taken over. The sibling
+ * checked the binding; this maps the arena and returns 1, filling loc (without
+ * a link group) and bell, or 0. */
+int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc, int *bell);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);
 

@@ -6,11 +6,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -172,6 +175,42 @@ int fl_raw_connect(int fd, uint16_t port, uint16_t local_port)
     if (syscall(SYS_connect, fd, &sin, sizeof(sin)) < 0)
         FAIL("connect: %s", fl_errname(errno));
     return fd;
+}
+
+uint16_t fl_free_port(void)
+{
+    uint16_t port;
+    int l = fl_listen(&port);
+
+    close(l);
+    return port;
+}
+
+static void loopback_up(void)
+{
+    struct ifreq ifr = {0};
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        FAIL("lo: %s", fl_errname(errno));
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        FAIL("bringing lo up: %s", fl_errname(errno));
+    close(s);
+}
+
+int fl_netns_twin(uint16_t port, uint16_t local_port)
+{
+    if (unshare(CLONE_NEWNET) < 0)
+        FAIL("unshare(CLONE_NEWNET): %s", fl_errname(errno));
+    loopback_up();
+    int l = fl_raw_socket();
+    struct sockaddr_in sin;
+    loopback(port, &sin);
+    if (syscall(SYS_bind, l, &sin, sizeof(sin)) < 0 || syscall(SYS_listen, l, 1) < 0)
+        FAIL("twin listener: %s", fl_errname(errno));
+    return fl_raw_connect(fl_raw_socket(), port, local_port);
 }
 
 static ssize_t io(int fd, bool raw, bool out, void *buf, size_t n)

@@ -61,6 +61,12 @@ int fl_raw_socket(void);
 /* Binds to local_port first when it is not 0. */
 int fl_raw_connect(int fd, uint16_t port, uint16_t local_port);
 uint16_t fl_local_port(int fd);
+/* A local port nobody uses right now. */
+uint16_t fl_free_port(void);
+/* Moves the calling process into a network namespace of its own (root only) and returns a
+ * socket connected there from local_port to a listener on port: the 4-tuple of a
+ * connection to port from local_port here, which is not that connection. */
+int fl_netns_twin(uint16_t port, uint16_t local_port);
 
 /* Bytes of a stream that never contains an upper-case letter (so never a segment magic):
  * byte at stream offset off for a seed. Send or receive n bytes from offset off, verifying

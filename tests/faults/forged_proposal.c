@@ -11,39 +11,11 @@
  *               is not the victim's connection */
 #include "faults.h"
 
-#include <arpa/inet.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define RING 4096u
-
-/* A local port nobody uses right now. */
-static uint16_t free_port(void)
-{
-    uint16_t port;
-    int l = fl_listen(&port);
-
-    close(l);
-    return port;
-}
-
-static void loopback_up(void)
-{
-    struct ifreq ifr = {0};
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-    if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-        FAIL("lo: %s", fl_errname(errno));
-    ifr.ifr_flags |= IFF_UP;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-        FAIL("bringing lo up: %s", fl_errname(errno));
-    close(s);
-}
 
 /* The attacker's socket: connected to the server (and accepted there already, as a plain
  * connection, so that no proposal can bind it any more), or to a listener on the server's
@@ -56,15 +28,7 @@ static int attacker_socket(bool twin, uint16_t server_port, uint16_t victim_port
         fl_recv_stream(a, true, 0, 100, 4);
         return a;
     }
-    if (unshare(CLONE_NEWNET) < 0)
-        FAIL("unshare(CLONE_NEWNET): %s", fl_errname(errno));
-    loopback_up();
-    int l = fl_raw_socket();
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(server_port),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (bind(l, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(l, 1) < 0)
-        FAIL("twin listener: %s", fl_errname(errno));
-    return fl_raw_connect(fl_raw_socket(), server_port, victim_port);
+    return fl_netns_twin(server_port, victim_port);
 }
 
 int main(int argc, char **argv)
@@ -91,7 +55,7 @@ int main(int argc, char **argv)
     }
     fl_chan_side(&srv, 0);
     uint16_t port = (uint16_t)fl_wait(&srv);
-    uint16_t victim_port = free_port();
+    uint16_t victim_port = fl_free_port();
     fl_ctl_path(server, ctl, sizeof(ctl));
     /* Made here so that the forged segment stays visible to this process. */
     fl_forge_init(&f, ctl, 1 << 20, 0, RING, 1);

@@ -35,12 +35,18 @@
  *              takes to look) for worker 1's echo, which worker 1 sends late. The connection
  *              lives on with worker 1, exactly, through shared memory, both ways: what the
  *              client sends afterwards still reaches worker 1.
+ *   twin       worker 0 holds a forged proposal whose socket lives in a network namespace
+ *              of its own, where it has the 4-tuple of the next connection, one from a plain
+ *              client that worker 1 accepts and asks worker 0 about: worker 0 hands nothing
+ *              over, the connection stays plain and exact and the forged segment pending;
+ *              the next accelerated connection worker 1 takes is handed over as ever.
  *   plain      once each worker took an accelerated connection (worker 1's handed over) and
  *              no client proposed for longer than a client waits for its attach (run.sh
  *              shortens that wait), worker 1 takes connections from plain clients (system
  *              calls only) without asking worker 0 about them; then an accelerated client
  *              comes again, and worker 1 asks for its proposal again and is handed it. */
 #include "faults.h"
+#include "segment.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -65,6 +71,9 @@
  * (longer than run.sh's USMC_HANDSHAKE_TIMEOUT_MS). */
 #define PLAIN_CONNS 10
 #define PLAIN_QUIET_MS 500
+
+/* twin: the forged segment's rings. */
+#define TWIN_RING 4096u
 
 /* holder_exits: how long worker 1 keeps a connection waiting before it echoes. */
 static unsigned echo_delay_ms;
@@ -254,6 +263,57 @@ static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
     close(s);
 }
 
+/* twin, once worker 0 took this process's channel: see the top of the file. */
+static void twin(pid_t *w, struct fl_chan *ch, uint16_t port)
+{
+    struct fl_chan att;
+    struct fl_forge f;
+    char ctl[4400];
+    uint16_t victim_port = fl_free_port();
+
+    /* The workers inherited the control socket of this process's listener. */
+    fl_ctl_path(getpid(), ctl, sizeof(ctl));
+    fl_forge_init(&f, ctl, 1 << 20, 0, TWIN_RING, 1);
+    struct seg_hdr *h = (struct seg_hdr *)f.base;
+    fl_chan_init(&att);
+    pid_t attacker = fl_fork();
+    if (attacker == 0) {
+        int fds[CLC_FD_MAX];
+        fl_chan_side(&att, 1);
+        int a = fl_netns_twin(port, victim_port);
+        fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, a, fds));
+        fl_post(&att, 1);
+        fl_wait(&att);
+        _exit(0);
+    }
+    fl_chan_side(&att, 0);
+    fl_wait(&att);
+    /* Worker 0 reads its channels, the forged one among them, as it accepts. */
+    fl_post(&ch[0], 1);
+    fl_probe_plain(port, 100);
+    fl_wait(&ch[0]);
+    fl_post(&ch[1], 1);
+    int v = fl_raw_connect(fl_raw_socket(), port, victim_port);
+    fl_send_stream(v, true, 0, STREAM, 7);
+    if (shutdown(v, SHUT_WR) < 0)
+        FAIL("shutdown: %s", fl_errname(errno));
+    fl_recv_stream(v, true, 0, STREAM, 7);
+    fl_expect_eof(v, true);
+    close(v);
+    fl_wait(&ch[1]);
+    if (atomic_load(&h->state) != SEG_PENDING || atomic_load(&h->ring[1].prod) != 0)
+        FAIL("the forged segment was attached to the victim's connection: state %u, %llu bytes "
+             "produced into it", atomic_load(&h->state),
+             (unsigned long long)atomic_load(&h->ring[1].prod));
+    printf("the victim stayed plain and exact, the forged segment pending\n");
+    fl_post(&att, 1);
+    if (fl_reap(attacker) != 0)
+        FAIL("the attacker failed");
+    turn(&ch[1], port, 8);
+    printf("then worker 1 was handed an accelerated connection, exact\n");
+    stop(w, 2);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "alternate") && strcmp(argv[1], "poll") &&
@@ -261,8 +321,9 @@ int main(int argc, char **argv)
                       strcmp(argv[1], "epoll") &&
                       strcmp(argv[1], "crowd") &&
                       strcmp(argv[1], "holder_exits") && strcmp(argv[1], "nobody") &&
-                      strcmp(argv[1], "plain")))
-        FAIL("usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits|plain");
+                      strcmp(argv[1], "plain") && strcmp(argv[1], "twin")))
+        FAIL("usage: prefork alternate|nobody|poll|epoll|stopped|foreign|crowd|holder_exits|plain|"
+             "twin");
     bool nobody = !strcmp(argv[1], "nobody");
     if (nobody && geteuid() != 0) {
         printf("not root: cannot make workers nobody\n");
@@ -345,6 +406,10 @@ int main(int argc, char **argv)
         turn(&ch[1], port, 2);
         printf("then an accelerated one, exact\n");
         stop(w, 2);
+        return 0;
+    }
+    if (!strcmp(argv[1], "twin")) {
+        twin(w, ch, port);
         return 0;
     }
     if (!strcmp(argv[1], "foreign")) {

@@ -76,11 +76,12 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 		if (!o.found)
 			return !memcmp(&o.p, zero, sizeof(zero)) && nfds == 0;
 		/* a proposal of its own, whose arena always travels, and whose doorbell
-		 * end the sender may keep too */
+		 * end the sender may keep too; two descriptors come, the doorbell end
+		 * and the arena, the client's socket staying with the sender */
 		o.p.flags &= ~CLC_F_BELL_HELD;
 		return o.p.hdr.eyecatcher == CLC_EYECATCHER && o.p.hdr.version == CLC_VERSION &&
 		       o.p.hdr.type == CLC_PROPOSAL && o.p.hdr.length == sizeof(o.p) &&
-		       o.p.flags == CLC_F_NEW_ARENA && proposal_ok(&o.p, nfds);
+		       o.p.flags == CLC_F_NEW_ARENA && nfds == 2 && proposal_ok(&o.p, 3);
 	}
 	if (h.type == CLC_ASK) {
 		/* family 4 or 6 at byte 8, padding 9..11, ports 12..15, then the server's
@@ -171,9 +172,9 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	a.client_port = 40000;
 	emit_msg(emit, 0, &a, sizeof(a));
 	clc_handoff_init(&h, 9, &p);
-	emit_msg(emit, CLC_FD_MAX, &h, sizeof(h));
+	emit_msg(emit, CLC_HFD_MAX, &h, sizeof(h));
 	h.p.flags |= CLC_F_BELL_HELD;
-	emit_msg(emit, CLC_FD_MAX, &h, sizeof(h));
+	emit_msg(emit, CLC_HFD_MAX, &h, sizeof(h));
 	clc_handoff_init(&h, 9, NULL);
 	emit_msg(emit, 0, &h, sizeof(h));
 }

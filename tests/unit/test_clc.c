@@ -399,8 +399,9 @@ static void test_padding(void)
 	}
 }
 
-/* A sibling's answer: the proposal with its arena, all three descriptors, or
- * nothing at all. An ask names a 4-tuple and carries no descriptor. */
+/* A sibling's answer: the proposal with its doorbell end and arena (the
+ * client's socket stays with the sibling), or nothing at all. An ask names a
+ * 4-tuple and a namespace, and carries no descriptor. */
 static void test_ask_handoff(void)
 {
 	struct clc_proposal p = good_proposal(1), kept = good_proposal(0);
@@ -416,16 +417,18 @@ static void test_ask_handoff(void)
 	a.client_ip[4] = 1; /* past an IPv4 address */
 	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_EFIELD);
 	a.family = 6;
+	a.netns_cookie = 4096; /* any: only the holder compares it */
 	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_OK);
 	a.pad[1] = 1;
 	CHECK_EQ(decode(&a, sizeof(a), 0), CLC_EFIELD);
 
 	clc_handoff_init(&h, 7, &p);
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_OK);
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX - 1), CLC_EFDS);
-	CHECK_EQ(decode(&h, sizeof(h) - 1, CLC_FD_MAX), CLC_ETRUNC);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_OK);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX - 1), CLC_EFDS);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFDS);
+	CHECK_EQ(decode(&h, sizeof(h) - 1, CLC_HFD_MAX), CLC_ETRUNC);
 	h.found = 2;
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_EFIELD);
 	/* the arena always travels: a kept doorbell or a reused arena is refused */
 	kept.flags = CLC_F_BELL_KEPT;
 	clc_handoff_init(&h, 7, &kept);
@@ -433,20 +436,20 @@ static void test_ask_handoff(void)
 	/* the sender may keep the doorbell end too, which still travels */
 	clc_handoff_init(&h, 7, &p);
 	h.p.flags |= CLC_F_BELL_HELD;
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_OK);
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX - 1), CLC_EFDS);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_OK);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX - 1), CLC_EFDS);
 	h.p.flags |= CLC_F_BELL_KEPT;
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX - 1), CLC_EFIELD);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX - 1), CLC_EFIELD);
 	/* ...but only in a handoff: a client has no sibling keeping anything */
 	p.flags |= CLC_F_BELL_HELD;
 	CHECK_EQ(decode(&p, sizeof(p), CLC_FD_MAX), CLC_EFIELD);
 	p.flags = CLC_F_NEW_ARENA;
 	clc_handoff_init(&h, 7, &p);
 	h.p.hdr.type = CLC_DECLINE;
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_EFIELD);
 	clc_handoff_init(&h, 7, &p);
 	h.p.ring_size[0] = 3;
-	CHECK_EQ(decode(&h, sizeof(h), CLC_FD_MAX), CLC_EFIELD);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_EFIELD);
 
 	clc_handoff_init(&h, 7, NULL);
 	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_OK);

@@ -523,6 +523,27 @@ uint64_t fl_wait(struct fl_chan *c)
     return v;
 }
 
+void fl_actor_start(struct fl_actor *a, void (*act)(void *), void *arg)
+{
+    fl_chan_init(&a->ch);
+    if ((a->pid = fl_fork()) == 0) {
+        fl_chan_side(&a->ch, 1);
+        act(arg);
+        fl_post(&a->ch, 1);
+        fl_wait(&a->ch);
+        _exit(0);
+    }
+    fl_chan_side(&a->ch, 0);
+    fl_wait(&a->ch);
+}
+
+void fl_actor_end(struct fl_actor *a)
+{
+    fl_post(&a->ch, 1);
+    if (fl_reap(a->pid) != 0)
+        FAIL("the process acting beside the test failed");
+}
+
 void fl_echo_server(int lfd)
 {
     struct pollfd pf[64];
@@ -866,6 +887,13 @@ int fl_forge_fds(const struct fl_forge *f, int tcp, int *fds)
     fds[CLC_FD_BELL] = f->bell;
     fds[CLC_FD_ARENA] = f->memfd;
     return (f->p.flags & CLC_F_NEW_ARENA) ? CLC_FD_ARENA + 1 : CLC_FD_ARENA;
+}
+
+void fl_forge_send(const struct fl_forge *f, int tcp)
+{
+    int fds[CLC_FD_MAX];
+
+    fl_ctl_send(f->ctl, &f->p, sizeof(f->p), fds, fl_forge_fds(f, tcp, fds));
 }
 
 void fl_ctl_send(int ctl, const void *msg, size_t len, const int *fds, int nfds)

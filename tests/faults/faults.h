@@ -128,6 +128,17 @@ _Noreturn void fl_echo_server(int lfd);
 /* Echoes one connection until EOF, then exits. */
 _Noreturn void fl_echo_fd(int fd);
 
+/* A process that does something (sends a forged proposal, takes resources), then keeps
+ * what it holds (descriptors, mappings, its network namespace) until it is let go. */
+struct fl_actor {
+    pid_t pid;
+    struct fl_chan ch;
+};
+/* Forks it; it runs act(arg). Returns once act() has returned. */
+void fl_actor_start(struct fl_actor *a, void (*act)(void *), void *arg);
+/* Lets it go and reaps it; fails the program if it failed. */
+void fl_actor_end(struct fl_actor *a);
+
 /* ---- the library's state */
 /* The run directory every process of the test shares (USMC_RUNDIR). */
 const char *fl_rundir(void);
@@ -191,6 +202,8 @@ void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size
 void fl_forge_close(struct fl_forge *f);
 /* Descriptors of the proposal in wire order: tcp, the doorbell end, and the arena when announced. */
 int fl_forge_fds(const struct fl_forge *f, int tcp, int *fds);
+/* Sends f's proposal naming TCP socket tcp, with its descriptors. */
+void fl_forge_send(const struct fl_forge *f, int tcp);
 /* One datagram with these descriptors; fails the program unless all of it was sent. */
 void fl_ctl_send(int ctl, const void *msg, size_t len, const int *fds, int nfds);
 /* Receives one message if one arrives within ms; returns its length or -1. */

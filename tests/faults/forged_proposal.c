@@ -20,20 +20,31 @@
 /* The attacker's socket: connected to the server (and accepted there already, as a plain
  * connection, so that no proposal can bind it any more), or to a listener on the server's
  * port in a fresh network namespace from the victim's port. */
-static int attacker_socket(bool twin, uint16_t server_port, uint16_t victim_port)
+struct attack {
+    const struct fl_forge *f;
+    bool twin;
+    uint16_t server_port, victim_port;
+};
+
+static void propose(void *arg)
 {
-    if (!twin) {
-        int a = fl_raw_connect(fl_raw_socket(), server_port, 0);
+    const struct attack *at = arg;
+    int a;
+
+    if (at->twin) {
+        a = fl_netns_twin(at->server_port, at->victim_port);
+    } else {
+        a = fl_raw_connect(fl_raw_socket(), at->server_port, 0);
         fl_send_stream(a, true, 0, 100, 4);
         fl_recv_stream(a, true, 0, 100, 4);
-        return a;
     }
-    return fl_netns_twin(server_port, victim_port);
+    fl_forge_send(at->f, a);
 }
 
 int main(int argc, char **argv)
 {
-    struct fl_chan srv, att;
+    struct fl_chan srv;
+    struct fl_actor attacker;
     struct fl_forge f;
     char ctl[4400];
     bool twin;
@@ -61,19 +72,8 @@ int main(int argc, char **argv)
     fl_forge_init(&f, ctl, 1 << 20, 0, RING, 1);
     struct seg_hdr *h = (struct seg_hdr *)f.base;
 
-    fl_chan_init(&att);
-    pid_t attacker = fl_fork();
-    if (attacker == 0) {
-        int fds[CLC_FD_MAX];
-        fl_chan_side(&att, 1);
-        int a = attacker_socket(twin, port, victim_port);
-        fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, a, fds));
-        fl_post(&att, 1);
-        fl_wait(&att);
-        _exit(0);
-    }
-    fl_chan_side(&att, 0);
-    fl_wait(&att); /* the proposal is queued at the server */
+    struct attack at = {&f, twin, port, victim_port};
+    fl_actor_start(&attacker, propose, &at); /* the proposal is queued at the server */
 
     int v = fl_raw_connect(fl_raw_socket(), port, victim_port);
     fl_send_stream(v, true, 0, 100000, 5);
@@ -92,9 +92,7 @@ int main(int argc, char **argv)
     fl_expect_eof(v, true);
     close(v);
 
-    fl_post(&att, 1);
-    if (fl_reap(attacker) != 0)
-        FAIL("the attacker failed");
+    fl_actor_end(&attacker);
     if (!fl_alive(server))
         FAIL("the server died");
     fl_probe_accelerated(port, 5000);

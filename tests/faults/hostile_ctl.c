@@ -169,11 +169,11 @@ static void tcp_unconnected(struct ctx *c) { forged(c, NULL, -1, 0, false); }
 static void tcp_not_a_socket(struct ctx *c)
 {
     struct fl_forge f;
-    int fds[CLC_FD_MAX], p[2];
+    int p[2];
 
     CHECK(pipe(p) == 0);
     fl_forge_init(&f, c->ctl, 1 << 20, 0, RING, 1);
-    fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, p[0], fds));
+    fl_forge_send(&f, p[0]);
     flush(c);
     close(p[0]);
     close(p[1]);
@@ -183,13 +183,12 @@ static void tcp_not_a_socket(struct ctx *c)
 static void tcp_elsewhere(struct ctx *c)
 {
     struct fl_forge f;
-    int fds[CLC_FD_MAX];
     uint16_t port;
     int l = fl_listen(&port);
     int s = fl_raw_connect(fl_raw_socket(), port, 0);
 
     fl_forge_init(&f, c->ctl, 1 << 20, 0, RING, 1);
-    fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, s, fds));
+    fl_forge_send(&f, s);
     flush(c);
     close(s);
     close(l);
@@ -201,12 +200,12 @@ static void tcp_elsewhere(struct ctx *c)
 static void replay(struct ctx *c)
 {
     struct fl_forge f;
-    int fds[CLC_FD_MAX], s = fl_raw_socket();
+    int s = fl_raw_socket();
 
     fl_forge_init(&f, c->ctl, 1 << 20, 0, RING, 9);
-    fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, s, fds));
+    fl_forge_send(&f, s);
     f.p.flags = 0;
-    fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, s, fds));
+    fl_forge_send(&f, s);
     fl_raw_connect(s, c->port, 0);
     flush(c);
     close(s);

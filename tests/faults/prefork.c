@@ -263,10 +263,22 @@ static void foreign_ask(pid_t w, uint16_t port, uint16_t client_port)
     close(s);
 }
 
+struct twin_attack {
+    const struct fl_forge *f;
+    uint16_t port, victim_port;
+};
+
+static void twin_propose(void *arg)
+{
+    const struct twin_attack *at = arg;
+
+    fl_forge_send(at->f, fl_netns_twin(at->port, at->victim_port));
+}
+
 /* twin, once worker 0 took this process's channel: see the top of the file. */
 static void twin(pid_t *w, struct fl_chan *ch, uint16_t port)
 {
-    struct fl_chan att;
+    struct fl_actor attacker;
     struct fl_forge f;
     char ctl[4400];
     uint16_t victim_port = fl_free_port();
@@ -275,19 +287,8 @@ static void twin(pid_t *w, struct fl_chan *ch, uint16_t port)
     fl_ctl_path(getpid(), ctl, sizeof(ctl));
     fl_forge_init(&f, ctl, 1 << 20, 0, TWIN_RING, 1);
     struct seg_hdr *h = (struct seg_hdr *)f.base;
-    fl_chan_init(&att);
-    pid_t attacker = fl_fork();
-    if (attacker == 0) {
-        int fds[CLC_FD_MAX];
-        fl_chan_side(&att, 1);
-        int a = fl_netns_twin(port, victim_port);
-        fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, a, fds));
-        fl_post(&att, 1);
-        fl_wait(&att);
-        _exit(0);
-    }
-    fl_chan_side(&att, 0);
-    fl_wait(&att);
+    struct twin_attack at = {&f, port, victim_port};
+    fl_actor_start(&attacker, twin_propose, &at);
     /* Worker 0 reads its channels, the forged one among them, as it accepts. */
     fl_post(&ch[0], 1);
     fl_probe_plain(port, 100);
@@ -306,9 +307,7 @@ static void twin(pid_t *w, struct fl_chan *ch, uint16_t port)
              "produced into it", atomic_load(&h->state),
              (unsigned long long)atomic_load(&h->ring[1].prod));
     printf("the victim stayed plain and exact, the forged segment pending\n");
-    fl_post(&att, 1);
-    if (fl_reap(attacker) != 0)
-        FAIL("the attacker failed");
+    fl_actor_end(&attacker);
     turn(&ch[1], port, 8);
     printf("then worker 1 was handed an accelerated connection, exact\n");
     stop(w, 2);

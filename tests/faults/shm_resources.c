@@ -32,12 +32,12 @@
 static void arena_short(uint16_t port, const char *ctl)
 {
     struct fl_forge f;
-    int fds[CLC_FD_MAX], s = fl_raw_socket();
+    int s = fl_raw_socket();
 
     /* A 4 KiB arena, announced as 1 MiB with the segment at 512 KiB. */
     fl_forge_init(&f, ctl, 4096, 512 << 10, RING, 1);
     f.p.arena_size = 1 << 20;
-    fl_ctl_send(f.ctl, &f.p, sizeof(f.p), fds, fl_forge_fds(&f, s, fds));
+    fl_forge_send(&f, s);
     fl_raw_connect(s, port, 0);
 }
 
@@ -185,6 +185,19 @@ static void probe(pid_t server, uint16_t port, bool accelerated)
         FAIL("the %s probe failed with the server alive", accelerated ? "accelerated" : "plain");
 }
 
+struct variant_run {
+    void (*attack)(uint16_t, const char *);
+    uint16_t port;
+    const char *ctl;
+};
+
+static void run_attack(void *arg)
+{
+    const struct variant_run *r = arg;
+
+    r->attack(r->port, r->ctl);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -198,7 +211,8 @@ int main(int argc, char **argv)
         {"bell_saturated", bell_saturated},
     };
     void (*attack)(uint16_t, const char *) = NULL;
-    struct fl_chan srv, att;
+    struct fl_chan srv;
+    struct fl_actor attacker;
     char ctl[4400];
 
     fl_start(50);
@@ -223,23 +237,12 @@ int main(int argc, char **argv)
     uint16_t port = (uint16_t)fl_wait(&srv);
     fl_ctl_path(server, ctl, sizeof(ctl));
 
-    fl_chan_init(&att);
-    pid_t attacker = fl_fork();
-    if (attacker == 0) {
-        fl_chan_side(&att, 1);
-        attack(port, ctl);
-        fl_post(&att, 1);
-        fl_wait(&att); /* keep every descriptor open until the probes are done */
-        _exit(0);
-    }
-    fl_chan_side(&att, 0);
-    fl_wait(&att);
+    struct variant_run run = {attack, port, ctl};
+    fl_actor_start(&attacker, run_attack, &run); /* it keeps what it took until the probes are done */
 
     probe(server, port, false);
     probe(server, port, true);
-    fl_post(&att, 1);
-    if (fl_reap(attacker) != 0)
-        FAIL("the attacker failed");
+    fl_actor_end(&attacker);
     kill(server, SIGKILL);
     fl_reap(server);
     printf("%s: the server served both probes and lived on\n", argv[1]);

@@ -912,17 +912,24 @@ uint64_t lgr_accepted_netns(const struct lgr_accepted *c)
 	return cookie;
 }
 
-/* Whether socket fd lives in the namespace cookie names. Loopback never crosses
- * namespaces: a socket with the same 4-tuple in another namespace is not the
- * peer of the one accepted there. */
-static int in_netns(int fd, uint64_t cookie)
+/* The rest of the binding proof, once the 4-tuple matched the client socket's
+ * own names: loopback never crosses namespaces, so for a loopback connection the
+ * client's socket must live in the listener's (cookie), else it is a socket with
+ * the same 4-tuple elsewhere, not the accepted one's peer. Returns hit, or NULL
+ * when there is none or it failed (declined and dropped). */
+static struct prop *bound_in(struct prop *hit, const struct addr *peer, uint64_t cookie)
 {
-	uint64_t mine = 0;
-	socklen_t l = sizeof(mine);
+	uint64_t theirs = 0;
+	socklen_t l = sizeof(theirs);
 
-	if (!cookie || real.getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &mine, &l) < 0)
-		return 1; /* a kernel without cookies cannot tell; the 4-tuple decides */
-	return mine == cookie;
+	/* A kernel without cookies cannot tell; the 4-tuple decides. */
+	if (!hit || !addr_is_loopback(peer) || !cookie ||
+	    real.getsockopt(hit->fds[CLC_FD_TCP], SOL_SOCKET, SO_NETNS_COOKIE, &theirs, &l) < 0 ||
+	    theirs == cookie)
+		return hit;
+	stat_add(STAT_HANDSHAKE_ERR, 1);
+	prop_drop(hit, decline_code(DECL_BINDING));
+	return NULL;
 }
 
 /* Removes and returns the resolved proposal whose client socket mirrors ours. */
@@ -1002,13 +1009,8 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 		}
 	}
 	pthread_mutex_unlock(&srv.lock);
-	if (!hit)
+	if (!(hit = bound_in(hit, peer, lgr_accepted_netns(c))))
 		return 0;
-	if (addr_is_loopback(peer) && !in_netns(hit->fds[CLC_FD_TCP], lgr_accepted_netns(c))) {
-		stat_add(STAT_HANDSHAKE_ERR, 1);
-		prop_drop(hit, decline_code(DECL_BINDING));
-		return 0;
-	}
 
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
 	*loc = (struct seg_loc){hit->lgr, a, hit->p.seg_off, hit->p.seg_size,
@@ -1033,15 +1035,9 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 	}
 	hit = take_proposal(local, peer);
 	pthread_mutex_unlock(&srv.lock);
-	if (!hit)
+	/* The namespace is the asker's listener's. */
+	if (!(hit = bound_in(hit, peer, netns_cookie)))
 		return 0;
-	/* The 4-tuple matched the client socket's own names; what is left of the
-	 * binding proof is the namespace, the asker's. */
-	if (addr_is_loopback(peer) && !in_netns(hit->fds[CLC_FD_TCP], netns_cookie)) {
-		stat_add(STAT_HANDSHAKE_ERR, 1);
-		prop_drop(hit, decline_code(DECL_BINDING));
-		return 0;
-	}
 	/* While the sibling waits for this answer its client cannot have been
 	 * served, so it still holds its socket and closing our copy costs little. */
 	real.close(hit->fds[CLC_FD_TCP]);

@@ -889,6 +889,15 @@ int fl_forge_fds(const struct fl_forge *f, int tcp, int *fds)
     return (f->p.flags & CLC_F_NEW_ARENA) ? CLC_FD_ARENA + 1 : CLC_FD_ARENA;
 }
 
+void fl_forge_expect_pending(const struct fl_forge *f, const char *when)
+{
+    struct seg_hdr *h = (struct seg_hdr *)(f->base + f->p.seg_off);
+
+    if (atomic_load(&h->state) != SEG_PENDING || atomic_load(&h->ring[1].prod) != 0)
+        FAIL("%s, the forged segment was attached: state %u, %llu bytes produced into it", when,
+             atomic_load(&h->state), (unsigned long long)atomic_load(&h->ring[1].prod));
+}
+
 void fl_forge_send(const struct fl_forge *f, int tcp)
 {
     int fds[CLC_FD_MAX];

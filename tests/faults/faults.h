@@ -202,6 +202,9 @@ void fl_forge_init(struct fl_forge *f, const char *ctl_path, uint64_t arena_size
 void fl_forge_close(struct fl_forge *f);
 /* Descriptors of the proposal in wire order: tcp, the doorbell end, and the arena when announced. */
 int fl_forge_fds(const struct fl_forge *f, int tcp, int *fds);
+/* f's segment must still be pending, nothing produced into it by a server: fails the
+ * program otherwise, saying when. */
+void fl_forge_expect_pending(const struct fl_forge *f, const char *when);
 /* Sends f's proposal naming TCP socket tcp, with its descriptors. */
 void fl_forge_send(const struct fl_forge *f, int tcp);
 /* One datagram with these descriptors; fails the program unless all of it was sent. */

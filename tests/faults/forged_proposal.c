@@ -70,23 +70,17 @@ int main(int argc, char **argv)
     fl_ctl_path(server, ctl, sizeof(ctl));
     /* Made here so that the forged segment stays visible to this process. */
     fl_forge_init(&f, ctl, 1 << 20, 0, RING, 1);
-    struct seg_hdr *h = (struct seg_hdr *)f.base;
 
     struct attack at = {&f, twin, port, victim_port};
     fl_actor_start(&attacker, propose, &at); /* the proposal is queued at the server */
 
     int v = fl_raw_connect(fl_raw_socket(), port, victim_port);
     fl_send_stream(v, true, 0, 100000, 5);
-    bool echoed = fl_readable(v, 10000);
-    if (!echoed || atomic_load(&h->state) != SEG_PENDING || atomic_load(&h->ring[1].prod) != 0)
-        FAIL("the server attached the forged segment to the victim's connection: state %u, "
-             "%llu bytes produced into it, %s",
-             atomic_load(&h->state), (unsigned long long)atomic_load(&h->ring[1].prod),
-             echoed ? "echo arrived" : "no echo for the victim within 10 s");
+    if (!fl_readable(v, 10000))
+        FAIL("no echo for the victim within 10 s");
+    fl_forge_expect_pending(&f, "once the victim's echo came");
     fl_recv_stream(v, true, 0, 100000, 5);
-    if (atomic_load(&h->state) != SEG_PENDING || atomic_load(&h->ring[1].prod) != 0)
-        FAIL("the forged segment was attached: state %u, %llu bytes produced into it",
-             atomic_load(&h->state), (unsigned long long)atomic_load(&h->ring[1].prod));
+    fl_forge_expect_pending(&f, "once the victim's stream came back");
     CHECK(shutdown(v, SHUT_WR) == 0);
     fl_expect_readable(v, 10000, "the victim's EOF");
     fl_expect_eof(v, true);

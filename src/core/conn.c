@@ -832,9 +832,13 @@ static int spin(struct usock *s, short events)
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
 	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
 	int cpu = sched_getcpu();
+	/* A client waiting for its attach does not know the server's core yet:
+	 * it yields between looks, so that a server on its own core runs instead
+	 * of waiting for the spin to end. */
+	int pending = mode_of(s) == MODE_PENDING, yield = pending;
 
 	if (!idle || cfg.ncpus < 2 || cpu < 0 ||
-	    atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu)
+	    (!pending && atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu))
 		return 0;
 	uint64_t start = sys_now_ns(), now = start, moved = start;
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
@@ -843,7 +847,20 @@ static int spin(struct usock *s, short events)
 	while (now - start < limit && now - moved < idle) {
 		if (shm_ready(s, &s->tx, &s->rx, events))
 			return 1;
-		__builtin_ia32_pause();
+		if (yield)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		if (pending &&
+		    atomic_load_explicit(&s->seg.hdr->state, memory_order_acquire) != SEG_PENDING) {
+			/* Attached: the server's answer is its next step, so the
+			 * attach counts as the peer moving. The room a writer waits
+			 * for grows only once the caller has seen the attach. */
+			if (!in)
+				return 1;
+			pending = 0;
+			moved = sys_now_ns();
+		}
 		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed);
 		now = sys_now_ns();
 		if (c != seen) {
@@ -883,7 +900,7 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	uint64_t dl = deadline;
 	if (pending && (!dl || s->recheck_ns < dl))
 		dl = s->recheck_ns;
-	if (!pending && s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
+	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
 	if (s->connected && (events == POLLIN || events == POLLOUT)) {
 		/* The attach wakes the futex like data does; what rings nothing (a

@@ -1,6 +1,7 @@
 #include "endpoint.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -98,6 +99,29 @@ void endpoint_serve(const char *spec, void (*handle)(int fd))
     }
 }
 
+/* Linux reuses a local port for the same 4-tuple at most once a second (TIME_WAIT
+ * reuse on loopback), and connect() draws from half the ephemeral range first: a
+ * loop of short connections to one port stalls near 14 000 a second on the default
+ * range, whatever carries the bytes, and a connection-rate figure would measure
+ * that. A loopback client spreads its connections over eight source addresses
+ * (IP_BIND_ADDRESS_NO_PORT: the port is still chosen at connect()), each with
+ * its own 4-tuples. */
+#define SOURCES 8
+
+static int spread_source(int fd, const struct endpoint *ep)
+{
+    static unsigned next;
+    const struct sockaddr_in *to = (const struct sockaddr_in *)&ep->addr;
+    if (!ep->tcp || to->sin_family != AF_INET || (ntohl(to->sin_addr.s_addr) >> 24) != 127)
+        return 0;
+    int one = 1;
+    struct sockaddr_in from = { .sin_family = AF_INET };
+    from.sin_addr.s_addr = htonl(0x7f000001u + next++ % SOURCES);
+    if (setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one)) < 0)
+        return -1;
+    return bind(fd, (struct sockaddr *)&from, sizeof(from));
+}
+
 int endpoint_connect(const char *spec)
 {
     /* parsed once: connection-rate loops must not measure name resolution */
@@ -110,7 +134,7 @@ int endpoint_connect(const char *spec)
     int fd = socket(ep.addr.ss_family, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
-    if (connect(fd, (struct sockaddr *)&ep.addr, ep.len) < 0) {
+    if (spread_source(fd, &ep) < 0 || connect(fd, (struct sockaddr *)&ep.addr, ep.len) < 0) {
         int err = errno;
         close(fd);
         errno = err;

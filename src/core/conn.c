@@ -832,9 +832,11 @@ static int spin(struct usock *s, short events)
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
 	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
 	int cpu = sched_getcpu();
-	/* A client waiting for its attach does not know the server's core yet:
-	 * it yields between looks, so that a server on its own core runs instead
-	 * of waiting for the spin to end. */
+	/* A client waiting for its attach spins up to the limit: the server has
+	 * its connection and attaches soon, and sleeping now would cost the answer
+	 * a futex wake and a wake-up across cores. It does not know the server's
+	 * core yet, so it yields between looks: a server on its own core then runs
+	 * instead of waiting for the spin to end. */
 	int pending = mode_of(s) == MODE_PENDING, yield = pending;
 
 	if (!idle || cfg.ncpus < 2 || cpu < 0 ||
@@ -844,7 +846,7 @@ static int spin(struct usock *s, short events)
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
 
-	while (now - start < limit && now - moved < idle) {
+	while (now - start < limit && (pending || now - moved < idle)) {
 		if (shm_ready(s, &s->tx, &s->rx, events))
 			return 1;
 		if (yield)

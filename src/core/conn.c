@@ -1367,6 +1367,12 @@ int conn_close(struct usock *s, int fd)
 			struct linger lg = {1, 0};
 			real.setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			s->closing_fin = 0;
+		} else if (m == MODE_PENDING && s->closing_fin && !tcp_has_something(fd)) {
+			/* A server that has not read our proposal yet holds a copy of
+			 * the socket, and the kernel would keep our FIN until it lets
+			 * go: send it now, as TCP's close does. (Bytes a plain peer
+			 * sent make the close an RST, which nothing must precede.) */
+			real.shutdown(fd, SHUT_WR);
 		}
 		return 1;
 	}

@@ -837,7 +837,7 @@ static int spin(struct usock *s, short events)
 	 * a futex wake and a wake-up across cores. It does not know the server's
 	 * core yet, so it yields between looks: a server on its own core then runs
 	 * instead of waiting for the spin to end. */
-	int pending = mode_of(s) == MODE_PENDING, yield = pending;
+	int pending = mode_of(s) == MODE_PENDING, yield = pending, closing = 0;
 
 	if (!idle || cfg.ncpus < 2 || cpu < 0 ||
 	    (!pending && atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu))
@@ -846,7 +846,7 @@ static int spin(struct usock *s, short events)
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
 
-	while (now - start < limit && (pending || now - moved < idle)) {
+	while (now - start < limit && (pending || closing || now - moved < idle)) {
 		if (shm_ready(s, &s->tx, &s->rx, events))
 			return 1;
 		if (yield)
@@ -863,6 +863,10 @@ static int spin(struct usock *s, short events)
 			pending = 0;
 			moved = sys_now_ns();
 		}
+		/* The peer is closing: its close, which follows at once, is near. */
+		if (in && !closing)
+			closing = (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_relaxed) &
+				   RING_PF_CLOSING) != 0;
 		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed);
 		now = sys_now_ns();
 		if (c != seen) {
@@ -1374,6 +1378,9 @@ int conn_close(struct usock *s, int fd)
 			 * sent make the close an RST, which nothing must precede.) */
 			real.shutdown(fd, SHUT_WR);
 		}
+		/* A reader spinning for our next bytes keeps spinning through the
+		 * kernel's close, after which the flags that end the stream come. */
+		atomic_fetch_or_explicit(&s->tx.sh->prod_flags, RING_PF_CLOSING, memory_order_relaxed);
 		return 1;
 	}
 	atomic_store(&s->mode, MODE_PLAIN);

@@ -831,15 +831,15 @@ static int spin(struct usock *s, short events)
 	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
 	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
-	int cpu = sched_getcpu();
 	/* A client waiting for its attach spins up to the limit: the server has
 	 * its connection and attaches soon, and sleeping now would cost the answer
 	 * a futex wake and a wake-up across cores. It does not know the server's
 	 * core yet, so it yields between looks: a server on its own core then runs
 	 * instead of waiting for the spin to end. */
-	int pending = mode_of(s) == MODE_PENDING, yield = pending, closing = 0;
+	int pending = mode_of(s) == MODE_PENDING, yield = pending, closing = 0, cpu;
 
-	if (!idle || cfg.ncpus < 2 || cpu < 0 ||
+	/* Sleeping waits (no budget) ask for no core either. */
+	if (!idle || cfg.ncpus < 2 || (cpu = sched_getcpu()) < 0 ||
 	    (!pending && atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu))
 		return 0;
 	uint64_t start = sys_now_ns(), now = start, moved = start;

@@ -6,8 +6,7 @@
 #include "common.h"
 
 #include <arpa/inet.h>
-
-#define TCP_ESTABLISHED_STATE 1
+#include <netinet/tcp.h>
 
 /* The state (/proc/net/tcp's st column) of the socket from local port `from` to `to`. */
 static unsigned tcp_state(uint16_t from, uint16_t to)
@@ -36,13 +35,13 @@ static void client(void *arg)
 
     CHECK(getsockname(fd, (struct sockaddr *)&me, &len) == 0);
     close(fd);
-    unsigned st = TCP_ESTABLISHED_STATE;
-    for (int i = 0; i < 50 && st == TCP_ESTABLISHED_STATE; i++) {
+    unsigned st = TCP_ESTABLISHED;
+    for (int i = 0; i < 50 && st == TCP_ESTABLISHED; i++) {
         usleep(10000);
         st = tcp_state(ntohs(me.sin_port), port);
     }
     printf("client socket state after close: %u\n", st);
-    CHECK(st != TCP_ESTABLISHED_STATE);
+    CHECK(st != TCP_ESTABLISHED);
 }
 
 int main(void)

@@ -516,7 +516,9 @@ void conn_pending_check(struct usock *s, int fd)
 	if (d)
 		why = d - 1;
 	else if (s->connected && !s->shut_rd &&
-		 (atomic_load(&s->tcp_event) || (again && tcp_has_something(fd))))
+		 (atomic_load(&s->tcp_event) || (again && !s->regs && tcp_has_something(fd))))
+		/* An epoll registration watches the TCP socket already: what a
+		 * plain peer says marks tcp_event at the next wait, no probe. */
 		why = DECL_PEER_SPOKE_TCP;
 	else if (again && !registry_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
 		why = DECL_AMBIGUOUS;
@@ -528,7 +530,7 @@ void conn_pending_check(struct usock *s, int fd)
 		 * asks the others for our proposal, which takes far less than this,
 		 * and marks the port when one did not answer. */
 		why = DECL_AMBIGUOUS;
-	else if (again && (lgr_client_poll(s->seg.lgr), (d = atomic_load(&s->declined))))
+	else if (again && (lgr_client_look(s->seg.lgr, now), (d = atomic_load(&s->declined))))
 		why = d - 1;
 	else if (now >= s->deadline_ns)
 		why = DECL_TIMEOUT;
@@ -611,10 +613,22 @@ short conn_poll_prepare(struct usock *s, short events)
 	return e;
 }
 
-short conn_tcp_state(struct usock *s, int fd)
+short conn_tcp_state(struct usock *s, int fd, short seen)
 {
-	if (!atomic_load(&s->tcp_event) && s->connected && !writes_to_tcp(s))
-		return POLLOUT | POLLWRNORM;
+	if (s->connected) {
+		/* It carries no data: while nothing happened on it and our writes
+		 * go to the ring, it is writable and nothing else. */
+		if (!atomic_load(&s->tcp_event) && !writes_to_tcp(s))
+			return POLLOUT | POLLWRNORM;
+		/* A watch that saw the FIN knows the rest from its edges, until we
+		 * write to the socket or shut it down: what can follow is an RST,
+		 * which brings an error, and an error goes with the read that
+		 * reports it, so only the kernel knows whether it is still there. */
+		if ((seen & POLLRDHUP) && !(seen & POLLERR) && !atomic_load(&s->tcp_sent) &&
+		    !atomic_load(&s->shut_wr) && !atomic_load(&s->shut_rd))
+			return (short)((seen & (POLLIN | POLLPRI | POLLRDHUP | POLLHUP)) | POLLOUT |
+				       POLLWRNORM);
+	}
 	struct pollfd pf = {fd, POLLIN | POLLOUT | POLLRDHUP | POLLPRI, 0};
 	if (real.poll(&pf, 1, 0) < 0)
 		return 0;
@@ -1073,6 +1087,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 	return (ssize_t)done;
 tcp:
 	op_unlock(s, HOLD_TX);
+	atomic_store(&s->tcp_sent, 1);
 	if (done) {
 		/* Fell back in the middle of a blocking write: the rest goes on TCP. */
 		if (nb || done == want)

@@ -57,6 +57,7 @@ struct usock {
 	int abortive;               /* SO_LINGER {1, 0}: close sends RST */
 	int closing_fin;            /* closed: the kernel ends the socket with FIN */
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
+	_Atomic int tcp_sent;       /* a write went to the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
 	uint64_t deadline_ns;       /* client: give up waiting for the attach */
@@ -210,6 +211,8 @@ static inline int conn_tcp_news(struct usock *s)
 }
 
 /* The TCP socket's own poll state, without a system call while nothing happened
- * on it (it carries no data, so only FIN, RST and errors can change it). */
-short conn_tcp_state(struct usock *s, int fd);
+ * on it (it carries no data, so only FIN, RST and errors can change it). seen: the
+ * events a watch of the TCP socket gathered from its edges (0 without one); once
+ * they include the FIN, only an error costs a system call. */
+short conn_tcp_state(struct usock *s, int fd, short seen);
 #endif

@@ -368,6 +368,17 @@ void lgr_client_poll(struct lgr *g)
 		client_mark_dead(g);
 }
 
+void lgr_client_look(struct lgr *g, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&g->looked_ns, memory_order_relaxed);
+
+	if (now - last < LGR_LOOK_NS ||
+	    !atomic_compare_exchange_strong_explicit(&g->looked_ns, &last, now, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	lgr_client_poll(g);
+}
+
 /* Arenas handed over across exec() or by a sibling: no link group owns them,
  * their connections do. One whose last connection went stays mapped for a
  * while, most recently idle first: a sibling hands over connection after

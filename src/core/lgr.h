@@ -59,6 +59,7 @@ struct lgr {
 	struct arena *arenas;
 	struct seg_ref *free, *zombies;  /* client: reusable / waiting for the server */
 	struct usock *pending;           /* client: proposed, not yet resolved */
+	_Atomic uint64_t looked_ns;      /* client: when a pending connection last read the channel */
 	struct bellcache kept;           /* server: doorbell ends of released segments */
 	struct lgr *next;
 };
@@ -89,6 +90,11 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
+/* Client: lgr_client_poll() unless the group's channel was read within the last
+ * LGR_LOOK_NS: its pending connections share the channel, and one read delivers
+ * the declines of all. */
+#define LGR_LOOK_NS 1000000ull
+void lgr_client_look(struct lgr *g, uint64_t now);
 /* Client: the connection's proposal is resolved; declines and a hang-up of
  * the link group no longer concern it. */
 void lgr_unpend(struct usock *s);

@@ -436,15 +436,16 @@ static short reg_want(const struct epreg *r)
 				    EPOLLWRNORM));
 }
 
-/* The TCP socket's state for a registration. Until connect() ends, the TCP
- * socket's only news is that end (or its failure), which the private instance
- * reports: no poll for every client socket an event loop registers while it
- * connects. */
+/* The TCP socket's state for a registration, from the edges its watch in the
+ * private instance gathered (r->tcp). Until connect() ends, the TCP socket's
+ * only news is that end (or its failure): no poll for every client socket an
+ * event loop registers while it connects. After it, none either for a FIN,
+ * which every short connection's last look at it would pay. */
 static short reg_tcp_state(const struct epreg *r)
 {
 	if (!r->s->connected && !conn_tcp_news(r->s))
 		return r->tcp;
-	return conn_tcp_state(r->s, r->fd);
+	return conn_tcp_state(r->s, r->fd, r->tcp);
 }
 
 /* A registration that is ready already must wake a thread sleeping in

@@ -66,7 +66,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			if (acc[i]) {
 				p[i].events = conn_poll_prepare(acc[i], fds[i].events);
 				p[k++] = (struct pollfd){acc[i]->bell, POLLIN, 0};
-				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd)))
+				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd, 0)))
 					sleep = 0;
 				pending |= conn_pending(acc[i]);
 			}

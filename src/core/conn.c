@@ -1087,7 +1087,8 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 	return (ssize_t)done;
 tcp:
 	op_unlock(s, HOLD_TX);
-	atomic_store(&s->tcp_sent, 1);
+	/* Relaxed: a plain store, on every send of a connection that fell back. */
+	atomic_store_explicit(&s->tcp_sent, 1, memory_order_relaxed);
 	if (done) {
 		/* Fell back in the middle of a blocking write: the rest goes on TCP. */
 		if (nb || done == want)

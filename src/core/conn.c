@@ -623,9 +623,13 @@ short conn_tcp_state(struct usock *s, int fd, short seen)
 		/* A watch that saw the FIN knows the rest from its edges, until we
 		 * write to the socket or shut it down: what can follow is an RST,
 		 * which brings an error, and an error goes with the read that
-		 * reports it, so only the kernel knows whether it is still there. */
+		 * reports it, so only the kernel knows whether it is still there.
+		 * A peer that says its close sent RST is asked about too: the RST
+		 * arrived before the word, and the watch may not have told yet. */
 		if ((seen & POLLRDHUP) && !(seen & POLLERR) && !atomic_load(&s->tcp_sent) &&
-		    !atomic_load(&s->shut_wr) && !atomic_load(&s->shut_rd))
+		    !atomic_load(&s->shut_wr) && !atomic_load(&s->shut_rd) &&
+		    !(atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
+		      RING_PF_RST))
 			return (short)((seen & (POLLIN | POLLPRI | POLLRDHUP | POLLHUP)) | POLLOUT |
 				       POLLWRNORM);
 	}
@@ -736,10 +740,12 @@ void conn_stamp(struct usock *s, short events, struct conn_stamp *st)
 			st->rx_prod = atomic_load_explicit(&s->rx.sh->prod, memory_order_acquire);
 		if (events & POLLOUT)
 			st->tx_cons = atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire);
-		st->rx_flags = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
-		st->tx_flags = atomic_load_explicit(&s->tx.sh->cons_flags, memory_order_acquire);
+		uint32_t f = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
+		st->ends = (f & RING_PF_SHUT_WR ? CONN_END_FIN : 0) |
+			   (f & RING_PF_RST ? CONN_END_RST : 0);
 	}
-	st->tcp_event = (uint32_t)atomic_load(&s->tcp_event);
+	if (atomic_load(&s->peer_gone))
+		st->ends |= CONN_END_GONE;
 }
 
 void conn_disarm(struct usock *s, short events)
@@ -1411,7 +1417,7 @@ void conn_close_finish(struct usock *s)
 	 * tells the reader which, and it takes its EOF from the flag alone. As on
 	 * TCP, TIME_WAIT stays on the side that closed first. */
 	atomic_fetch_or_explicit(&s->tx.sh->prod_flags,
-				 RING_PF_SHUT_WR | (s->closing_fin ? RING_PF_FIN : 0),
+				 RING_PF_SHUT_WR | (s->closing_fin ? RING_PF_FIN : RING_PF_RST),
 				 memory_order_release);
 	atomic_fetch_or_explicit(&s->rx.sh->cons_flags, RING_CF_CLOSED, memory_order_release);
 	notify_data(s);

@@ -150,17 +150,21 @@ short conn_revents(struct usock *s, int fd, short events, short tcp_revents);
 int conn_arm(struct usock *s, int fd, short events);
 void conn_disarm(struct usock *s, short events);
 /* What has happened on a connection so far, as far as readiness for events can
- * tell: the peer's cursors for the directions asked for, its flags, and whether
- * the TCP socket spoke. Any such event makes it change; it never changes back. */
+ * tell: the peer's cursors for the directions asked for, and how the stream
+ * ended (CONN_END_*). Any such event makes it change; it never changes back.
+ * Its flags' other changes (a close's steps) are no event: the close is its FIN
+ * or RST. */
+#define CONN_END_FIN  1u /* the peer's FIN: its flag, or its edge on the TCP socket */
+#define CONN_END_RST  2u /* its RST */
+#define CONN_END_GONE 4u /* it vanished, or the connection was aborted */
 struct conn_stamp {
 	uint64_t rx_prod, tx_cons;
-	uint32_t rx_flags, tx_flags, tcp_event;
+	uint32_t ends;
 };
 void conn_stamp(struct usock *s, short events, struct conn_stamp *st);
 static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_stamp *b)
 {
-	return a->rx_prod == b->rx_prod && a->tx_cons == b->tx_cons && a->rx_flags == b->rx_flags &&
-	       a->tx_flags == b->tx_flags && a->tcp_event == b->tcp_event;
+	return a->rx_prod == b->rx_prod && a->tx_cons == b->tx_cons && a->ends == b->ends;
 }
 /* An event loop (poll, select, epoll) about to sleep after arming its doorbells
  * spins first, as a blocking call does: look() makes a wait that returns at once

@@ -25,6 +25,9 @@
 /* Flags the producer publishes in its line. */
 #define RING_PF_SHUT_WR 0x1u   /* no more bytes will follow (shutdown or close) */
 #define RING_PF_FIN     0x2u   /* ...and the TCP socket ends with FIN, not RST */
+/* The producer's close sent RST (SO_LINGER {1, 0}, or bytes it left unread),
+ * after any FIN its shutdown sent before. */
+#define RING_PF_RST     0x8u
 /* The producer is closing its socket: SHUT_WR follows once the kernel has sent
  * its FIN or RST. Only a hint for a reader's spin, which it keeps going. */
 #define RING_PF_CLOSING 0x4u

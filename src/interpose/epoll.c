@@ -67,6 +67,7 @@ struct epreg {
 	 * application is busy with what it was given. */
 	int unarmed;
 	struct conn_stamp stamp;
+	short stamp_tcp;    /* tcp (below) at the stamp */
 	/* What the private instance reported of the TCP socket since it was added
 	 * there (the add reports what already holds). */
 	short tcp;
@@ -739,6 +740,33 @@ static void keep_ready(struct epreg **keep, struct epreg *r)
 	*keep = r;
 }
 
+/* An edge-triggered registration was reported, the socket as seen then: the
+ * next wait looks whether anything happened since. */
+static void reg_stamp(struct epreg *r, const struct conn_stamp *seen)
+{
+	r->unarmed = 1;
+	r->stamp = *seen;
+	r->stamp_tcp = r->tcp;
+}
+
+/* The ends of the stream the watch's edges tell of (bytes a plain peer sent to a
+ * client waiting for its attach count as its FIN: either way, a look is due). */
+static uint32_t tcp_ends(short tcp)
+{
+	return (tcp & (EPOLLIN | EPOLLRDHUP) ? CONN_END_FIN : 0) |
+	       (tcp & (EPOLLERR | EPOLLHUP) ? CONN_END_RST : 0);
+}
+
+/* Nothing happened since reg_stamp(): no bytes, no room, and no end of the
+ * stream that neither the peer's flags nor the TCP socket's edges had told of
+ * (they tell of a FIN in either order; an RST after the FIN may come with no
+ * flag, from a killed peer). */
+static int reg_unchanged(const struct epreg *r, const struct conn_stamp *seen)
+{
+	return seen->rx_prod == r->stamp.rx_prod && seen->tx_cons == r->stamp.tx_cons &&
+	       (seen->ends | tcp_ends(r->tcp)) == (r->stamp.ends | tcp_ends(r->stamp_tcp));
+}
+
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
  * caller is about to sleep, so the edge-triggered registrations left unarmed
  * that saw nothing new are armed now (else they stay on the ready list, looked
@@ -776,7 +804,10 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		struct conn_stamp seen;
 		if (r->events & EPOLLET)
 			conn_stamp(s, want, &seen);
-		if (r->unarmed && conn_stamp_same(&seen, &r->stamp)) {
+		if (r->unarmed && reg_unchanged(r, &seen)) {
+			/* The same news from another source: a spinning waiter
+			 * compares the stamp alone, and must not keep finding it. */
+			reg_stamp(r, &seen);
 			if (!arm) {
 				keep_ready(&keep, r);
 				continue;
@@ -784,7 +815,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			/* Armed before the stamp: what happens after it rings. */
 			conn_arm(s, r->fd, want);
 			conn_stamp(s, want, &seen);
-			if (conn_stamp_same(&seen, &r->stamp)) {
+			if (reg_unchanged(r, &seen)) {
 				r->unarmed = 0;
 				continue;
 			}
@@ -817,10 +848,8 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			r->disabled = 1;
 			continue;
 		}
-		if (r->events & EPOLLET) {
-			r->unarmed = 1;
-			r->stamp = seen;
-		}
+		if (r->events & EPOLLET)
+			reg_stamp(r, &seen);
 		keep_ready(&keep, r);
 	}
 	while ((r = keep)) {

@@ -210,6 +210,9 @@ static void conn_abort(struct usock *s, int fd)
 {
 	struct linger lg = {1, 0};
 
+	/* Ours, not the peer's death: its end needs no judging. */
+	int unjudged = PEER_END_UNJUDGED;
+	atomic_compare_exchange_strong(&s->peer_end, &unjudged, PEER_END_FIN);
 	if (!atomic_exchange(&s->peer_gone, 1)) {
 		stat_add(STAT_CONN_ABORT, 1);
 		real.setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -570,6 +573,57 @@ static int writes_to_tcp(struct usock *s)
 		RING_CF_CLOSED);
 }
 
+/* How long a look that found the peer's FIN without its close flag waits for its
+ * channel to hang up: an ending process closes its TCP socket first (the
+ * channel's descriptor is among its highest), and the rest follows within
+ * microseconds. A peer that only shut down raises its flag as soon. */
+#define PEER_DEATH_WAIT_MS 20
+
+/* A peer process that ended without closing its socket (killed, or exiting
+ * with it open) leaves the close to its kernel, which holds none of the bytes
+ * of ours still unread in its ring and so sends FIN where TCP sends RST. It is
+ * told by that FIN with no close or shutdown flag of the peer's, bytes of ours
+ * unread, and the peer's channel hung up. Our socket is then reset as the RST
+ * would have reset it: connect(AF_UNSPEC) makes the kernel drop it with
+ * ECONNRESET (and send the RST the peer's kernel answers for nothing). Returns
+ * whether the connection is so reset. A FIN that neither flag nor hang-up
+ * explains in time (a peer that closed in a way the library did not see) stays
+ * a FIN, without waiting again. */
+static int reset_if_peer_died(struct usock *s, int fd)
+{
+	int end = atomic_load(&s->peer_end);
+
+	if (end != PEER_END_UNJUDGED)
+		return end == PEER_END_RESET;
+	if (!s->seg.lgr || s->hold || !(atomic_load(&s->tcp_event) || atomic_load(&s->peer_gone)) ||
+	    atomic_load_explicit(&s->tx.sh->prod, memory_order_acquire) ==
+		    atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire))
+		return 0;
+	for (int ms = 0;; ms++) {
+		uint32_t pf = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
+		uint32_t cf = atomic_load_explicit(&s->tx.sh->cons_flags, memory_order_acquire);
+		if ((pf & (RING_PF_SHUT_WR | RING_PF_CLOSING | RING_F_HANDED)) ||
+		    (cf & (RING_CF_CLOSED | RING_F_HANDED)))
+			return 0;
+		if (ms == PEER_DEATH_WAIT_MS) {
+			atomic_store(&s->peer_end, PEER_END_FIN);
+			return 0;
+		}
+		if (lgr_hangs_up(s->seg.lgr, 1))
+			break;
+	}
+	end = PEER_END_UNJUDGED;
+	if (atomic_compare_exchange_strong(&s->peer_end, &end, PEER_END_RESET)) {
+		struct sockaddr none = {.sa_family = AF_UNSPEC};
+		/* The system call itself: other threads may be reading the socket,
+		 * which the kernel allows, and a thread sanitizer's connect() would
+		 * take the disconnect for a new descriptor racing with them. */
+		syscall(SYS_connect, fd, &none, sizeof(none));
+		atomic_store(&s->peer_gone, 1);
+	}
+	return atomic_load(&s->peer_end) == PEER_END_RESET;
+}
+
 static int eof_possible(struct usock *s)
 {
 	return s->shut_rd || atomic_load(&s->tcp_event) ||
@@ -629,7 +683,7 @@ short conn_tcp_state(struct usock *s, int fd, short seen)
 		if ((seen & POLLRDHUP) && !(seen & POLLERR) && !atomic_load(&s->tcp_sent) &&
 		    !atomic_load(&s->shut_wr) && !atomic_load(&s->shut_rd) &&
 		    !(atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
-		      RING_PF_RST))
+		      RING_PF_RST) && atomic_load(&s->peer_end) != PEER_END_RESET)
 			return (short)((seen & (POLLIN | POLLPRI | POLLRDHUP | POLLHUP)) | POLLOUT |
 				       POLLWRNORM);
 	}
@@ -682,6 +736,15 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 		conn_pending_check(s, fd);
 	if (!conn_accel(s) || !s->connected)
 		return tcp;
+	if ((tcp & (POLLIN | POLLRDHUP)) && !(tcp & POLLERR) && reset_if_peer_died(s, fd)) {
+		struct pollfd pf = {fd, POLLIN | POLLRDHUP | POLLPRI, 0};
+		tcp = real.poll(&pf, 1, 0) == 1 ? pf.revents : 0;
+	}
+	/* As after an RST: the stream ended, and nothing can be written any more
+	 * (the dropped socket itself would say writable). */
+	if (atomic_load(&s->peer_end) == PEER_END_RESET)
+		tcp = (short)((tcp & ~(POLLOUT | POLLWRNORM)) | POLLIN | POLLRDNORM | POLLRDHUP |
+			      POLLHUP);
 	r = (short)(tcp & (POLLERR | POLLHUP | POLLRDHUP | POLLIN | POLLPRI));
 	/* The peer raises its flag just before its FIN leaves: report the half-close
 	 * as soon as we can see it, like TCP does once the FIN is queued. */
@@ -1043,8 +1106,12 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			real.poll(&pf, 1, -1);
 			continue;
 		}
-		if (writes_to_tcp(s))
+		if (writes_to_tcp(s)) {
+			/* Before the kernel answers for a dead peer's socket. */
+			if (atomic_load(&s->peer_gone))
+				reset_if_peer_died(s, fd);
 			goto tcp;
+		}
 		/* The consumer's cursor is read only when what it said last is not
 		 * room enough. */
 		uint64_t space = ring_room(&s->tx);
@@ -1178,6 +1245,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			     (RING_PF_SHUT_WR | RING_PF_FIN)) == (RING_PF_SHUT_WR | RING_PF_FIN) &&
 			    !atomic_load(&s->tcp_event))
 				break;
+			reset_if_peer_died(s, fd);
 			char c;
 			ssize_t r = real.recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 			if (r == 0)
@@ -1192,10 +1260,15 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 				goto fail;
 			}
 			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-				if (done)
+				/* After its reset's error, a dropped socket is no longer
+				 * connected; TCP's answers end of file. */
+				if (done || (errno == ENOTCONN &&
+					     atomic_load(&s->peer_end) == PEER_END_RESET))
 					break;
 				/* Consume the error from the kernel exactly once, as TCP does. */
-				r = real.recv(fd, &c, 1, MSG_DONTWAIT);
+				int e = errno;
+				real.recv(fd, &c, 1, MSG_DONTWAIT);
+				errno = e;
 				goto fail;
 			}
 		}

@@ -38,6 +38,11 @@ struct obj {
 
 struct epoll_early;
 
+/* A peer's FIN or hang-up that came without its close flag: not looked into yet;
+ * its process died with bytes of ours unread, and we reset the connection as
+ * TCP's RST would have; or a FIN like any other. */
+enum { PEER_END_UNJUDGED, PEER_END_RESET, PEER_END_FIN };
+
 struct usock {
 	struct obj o;
 	_Atomic int mode;
@@ -59,6 +64,8 @@ struct usock {
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
 	_Atomic int tcp_sent;       /* a write went to the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
+	/* How the peer's end without its close flag was judged: PEER_END_* */
+	_Atomic int peer_end;
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
 	uint64_t deadline_ns;       /* client: give up waiting for the attach */
 	uint64_t recheck_ns;        /* client: look at TCP and the registry again */

@@ -1126,6 +1126,15 @@ void lgr_peer_vanished(struct lgr *g)
 	pthread_mutex_unlock(&srv.lock);
 }
 
+int lgr_hangs_up(struct lgr *g, int ms)
+{
+	struct pollfd pf = {g->ctl, 0, 0};
+
+	if (g->dead)
+		return 1;
+	return g->ctl >= 0 && real.poll(&pf, 1, ms) == 1 && (pf.revents & (POLLHUP | POLLERR));
+}
+
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 {
 	struct clc_decline d;

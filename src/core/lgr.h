@@ -116,6 +116,8 @@ void lgr_put(struct lgr *g);
  * hung up, the link group stops being offered to new connections and goes, arenas
  * and all, with the last connection's reference. */
 void lgr_peer_vanished(struct lgr *g);
+/* Whether the peer's end of the channel hangs up within ms (its process ended). */
+int lgr_hangs_up(struct lgr *g, int ms);
 
 /* Server: start accepting link groups on this process's control socket. */
 int lgr_server_start(void);

@@ -573,6 +573,14 @@ static int writes_to_tcp(struct usock *s)
 		RING_CF_CLOSED);
 }
 
+/* The peer's end was an RST: its close said so, or its process died with bytes
+ * of ours unread and we reset the connection in its stead. */
+static int peer_sent_rst(struct usock *s)
+{
+	return (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) & RING_PF_RST) ||
+	       atomic_load(&s->peer_end) == PEER_END_RESET;
+}
+
 /* How long a look that found the peer's FIN without its close flag waits for its
  * channel to hang up: an ending process closes its TCP socket first (the
  * channel's descriptor is among its highest), and the rest follows within
@@ -678,12 +686,10 @@ short conn_tcp_state(struct usock *s, int fd, short seen)
 		 * write to the socket or shut it down: what can follow is an RST,
 		 * which brings an error, and an error goes with the read that
 		 * reports it, so only the kernel knows whether it is still there.
-		 * A peer that says its close sent RST is asked about too: the RST
-		 * arrived before the word, and the watch may not have told yet. */
+		 * A peer whose end was an RST is asked about too: the RST came
+		 * before the word, and the watch may not have told yet. */
 		if ((seen & POLLRDHUP) && !(seen & POLLERR) && !atomic_load(&s->tcp_sent) &&
-		    !atomic_load(&s->shut_wr) && !atomic_load(&s->shut_rd) &&
-		    !(atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
-		      RING_PF_RST) && atomic_load(&s->peer_end) != PEER_END_RESET)
+		    !atomic_load(&s->shut_wr) && !atomic_load(&s->shut_rd) && !peer_sent_rst(s))
 			return (short)((seen & (POLLIN | POLLPRI | POLLRDHUP | POLLHUP)) | POLLOUT |
 				       POLLWRNORM);
 	}
@@ -805,7 +811,7 @@ void conn_stamp(struct usock *s, short events, struct conn_stamp *st)
 			st->tx_cons = atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire);
 		uint32_t f = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
 		st->ends = (f & RING_PF_SHUT_WR ? CONN_END_FIN : 0) |
-			   (f & RING_PF_RST ? CONN_END_RST : 0);
+			   (peer_sent_rst(s) ? CONN_END_RST : 0);
 	}
 	if (atomic_load(&s->peer_gone))
 		st->ends |= CONN_END_GONE;

@@ -1108,11 +1108,18 @@ int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc
 	return 1;
 }
 
-void lgr_peer_vanished(struct lgr *g)
+int lgr_hangs_up(struct lgr *g, int ms)
 {
 	struct pollfd pf = {g->ctl, 0, 0};
 
-	if (g->dead || g->ctl < 0 || real.poll(&pf, 1, 0) != 1 || !(pf.revents & (POLLHUP | POLLERR)))
+	if (g->dead)
+		return 1;
+	return g->ctl >= 0 && real.poll(&pf, 1, ms) == 1 && (pf.revents & (POLLHUP | POLLERR));
+}
+
+void lgr_peer_vanished(struct lgr *g)
+{
+	if (g->dead || !lgr_hangs_up(g, 0))
 		return;
 	if (g->role == LGR_CLIENT) {
 		client_mark_dead(g);
@@ -1124,15 +1131,6 @@ void lgr_peer_vanished(struct lgr *g)
 	if (!g->dead)
 		server_read(g);
 	pthread_mutex_unlock(&srv.lock);
-}
-
-int lgr_hangs_up(struct lgr *g, int ms)
-{
-	struct pollfd pf = {g->ctl, 0, 0};
-
-	if (g->dead)
-		return 1;
-	return g->ctl >= 0 && real.poll(&pf, 1, ms) == 1 && (pf.revents & (POLLHUP | POLLERR));
 }
 
 void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)

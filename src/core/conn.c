@@ -32,7 +32,7 @@ static const struct dev_ops *dev = &dev_lo;
 
 struct usock *usock_new(int family, int nonblock)
 {
-	struct usock *s = calloc(1, sizeof(*s));
+	struct usock *s = sys_zalloc(sizeof(*s));
 
 	if (!s)
 		return NULL;

@@ -768,7 +768,7 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
 		goto drop;
 	}
-	struct prop *n = calloc(1, sizeof(*n));
+	struct prop *n = sys_zalloc(sizeof(*n));
 	if (!n) {
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
 		goto drop;

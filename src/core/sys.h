@@ -93,6 +93,10 @@ static inline struct sys_calls *sys_calls(void)
 int sys_fd_high(int fd);
 
 uint64_t sys_now_ns(void);
+/* A zeroed object of n bytes, for those made and freed with every connection. The C
+ * library's calloc() goes past its per-thread cache of freed blocks every time, which
+ * costs several times malloc() and a memset(). */
+void *sys_zalloc(size_t n);
 /* getpid(), asked once per process: accepting connections asks it often.
  * sys_atfork_child() forgets it in a child. */
 pid_t sys_pid(void);

@@ -494,7 +494,7 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 			ret = -1;
 			goto out;
 		}
-		if (shadow_start(sh) < 0 || !(r = calloc(1, sizeof(*r)))) {
+		if (shadow_start(sh) < 0 || !(r = sys_zalloc(sizeof(*r)))) {
 			errno = ENOMEM;
 			ret = -1;
 			goto out;
@@ -584,7 +584,7 @@ static void early_note(struct usock *s, int epfd, int op, int fd, const struct e
 		}
 	} else if (*pp) {
 		(*pp)->ev = *ev;
-	} else if ((e = calloc(1, sizeof(*e)))) {
+	} else if ((e = malloc(sizeof(*e)))) {
 		*e = (struct epoll_early){epfd, fd, *ev, NULL};
 		*pp = e;
 	}

@@ -7,43 +7,37 @@
 #include "../core/sys.h"
 #include "epoll.h"
 
-#define CHUNK_BITS 10
-#define CHUNK (1 << CHUNK_BITS)
-#define NCHUNKS 1024 /* descriptors below 1 048 576 */
+#define CHUNK (1 << FDTAB_CHUNK_BITS)
 
-static _Atomic(struct obj *) *_Atomic chunks[NCHUNKS];
+_Atomic(struct obj *) *_Atomic fdtab_chunks[FDTAB_NCHUNKS];
 /* Readers take it only for a tracked descriptor, to pin the object against a
  * concurrent close; writers are descriptor creation and destruction. */
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 
-static _Atomic(struct obj *) *slot(int fd, int create)
+/* fd's slot, its chunk allocated on the way. */
+static _Atomic(struct obj *) *slot_made(int fd)
 {
-	if (fd < 0 || fd >= CHUNK * NCHUNKS)
+	if (fd < 0 || fd >= CHUNK * FDTAB_NCHUNKS)
 		return NULL;
-	_Atomic(struct obj *) *c = atomic_load_explicit(&chunks[fd >> CHUNK_BITS],
-							memory_order_acquire);
-	if (!c && create) {
+	_Atomic(struct obj *) *_Atomic *chunk = &fdtab_chunks[fd >> FDTAB_CHUNK_BITS];
+	_Atomic(struct obj *) *c = atomic_load_explicit(chunk, memory_order_acquire);
+	if (!c) {
 		c = calloc(CHUNK, sizeof(*c));
 		if (!c)
 			return NULL;
 		_Atomic(struct obj *) *expect = NULL;
-		if (!atomic_compare_exchange_strong(&chunks[fd >> CHUNK_BITS], &expect, c)) {
+		if (!atomic_compare_exchange_strong(chunk, &expect, c)) {
 			free(c);
 			c = expect;
 		}
 	}
-	return c ? &c[fd & (CHUNK - 1)] : NULL;
+	return &c[fd & (CHUNK - 1)];
 }
 
-struct obj *fdtab_get(int fd)
+struct obj *fdtab_pin(_Atomic(struct obj *) *s)
 {
-	_Atomic(struct obj *) *s = slot(fd, 0);
-	struct obj *o;
-
-	if (!s || !atomic_load_explicit(s, memory_order_relaxed))
-		return NULL;
 	pthread_rwlock_rdlock(&lock);
-	o = atomic_load(s);
+	struct obj *o = atomic_load(s);
 	if (o)
 		atomic_fetch_add(&o->refs, 1);
 	pthread_rwlock_unlock(&lock);
@@ -52,7 +46,7 @@ struct obj *fdtab_get(int fd)
 
 int fdtab_set(int fd, struct obj *o)
 {
-	_Atomic(struct obj *) *s = slot(fd, 1);
+	_Atomic(struct obj *) *s = slot_made(fd);
 
 	if (!s)
 		return -ENOMEM;
@@ -81,19 +75,14 @@ int fdtab_alias(int fd, struct obj *o)
 	return r;
 }
 
-struct obj *fdtab_take(int fd)
+struct obj *fdtab_unhook(_Atomic(struct obj *) *s)
 {
-	_Atomic(struct obj *) *s = slot(fd, 0);
-	struct obj *o;
-
-	if (!s || !atomic_load_explicit(s, memory_order_relaxed))
-		return NULL;
 	/* The handler may have interrupted a reader holding the lock. Its reference
 	 * goes through fdtab_release_later(), which keeps readers out first. */
 	if (sys_in_signal())
 		return atomic_exchange(s, NULL);
 	pthread_rwlock_wrlock(&lock);
-	o = atomic_exchange(s, NULL);
+	struct obj *o = atomic_exchange(s, NULL);
 	pthread_rwlock_unlock(&lock);
 	return o;
 }
@@ -150,8 +139,8 @@ size_t fdtab_range(unsigned first, unsigned last, int *out, size_t max)
 {
 	size_t n = 0;
 
-	for (unsigned c = first / CHUNK; c < NCHUNKS && c <= last / CHUNK; c++) {
-		_Atomic(struct obj *) *chunk = atomic_load(&chunks[c]);
+	for (unsigned c = first / CHUNK; c < FDTAB_NCHUNKS && c <= last / CHUNK; c++) {
+		_Atomic(struct obj *) *chunk = atomic_load(&fdtab_chunks[c]);
 		for (unsigned i = 0; chunk && i < CHUNK; i++) {
 			unsigned fd = c * CHUNK + i;
 			if (fd >= first && fd <= last && atomic_load(&chunk[i])) {
@@ -166,8 +155,8 @@ size_t fdtab_range(unsigned first, unsigned last, int *out, size_t max)
 
 void fdtab_foreach(void (*fn)(int fd, struct obj *o))
 {
-	for (int c = 0; c < NCHUNKS; c++) {
-		_Atomic(struct obj *) *chunk = atomic_load(&chunks[c]);
+	for (int c = 0; c < FDTAB_NCHUNKS; c++) {
+		_Atomic(struct obj *) *chunk = atomic_load(&fdtab_chunks[c]);
 		for (int i = 0; chunk && i < CHUNK; i++) {
 			struct obj *o = atomic_load(&chunk[i]);
 			if (o)

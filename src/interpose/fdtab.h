@@ -5,8 +5,35 @@
 
 #include "../core/conn.h"
 
+/* The table: chunks of slots, allocated as descriptors reach them. Only the inline
+ * lookups below read it here; they keep an untracked descriptor's call to two loads. */
+#define FDTAB_CHUNK_BITS 10
+#define FDTAB_NCHUNKS 1024 /* descriptors below 1 048 576 */
+extern _Atomic(struct obj *) *_Atomic fdtab_chunks[FDTAB_NCHUNKS];
+
+/* fd's slot if it holds an object now, else NULL. */
+static inline _Atomic(struct obj *) *fdtab_slot(int fd)
+{
+	if ((unsigned)fd >= FDTAB_NCHUNKS << FDTAB_CHUNK_BITS)
+		return NULL;
+	_Atomic(struct obj *) *c = atomic_load_explicit(&fdtab_chunks[fd >> FDTAB_CHUNK_BITS],
+							memory_order_acquire);
+	if (!c)
+		return NULL;
+	c += fd & ((1 << FDTAB_CHUNK_BITS) - 1);
+	return atomic_load_explicit(c, memory_order_relaxed) ? c : NULL;
+}
+
+struct obj *fdtab_pin(_Atomic(struct obj *) *slot);
+struct obj *fdtab_unhook(_Atomic(struct obj *) *slot);
+
 /* Returns the object with a reference held (release with obj_put), or NULL. */
-struct obj *fdtab_get(int fd);
+static inline struct obj *fdtab_get(int fd)
+{
+	_Atomic(struct obj *) *s = fdtab_slot(fd);
+
+	return s ? fdtab_pin(s) : NULL;
+}
 /* Installs obj at fd (the caller's reference moves into the table). */
 int fdtab_set(int fd, struct obj *o);
 /* fd is one more descriptor of o (dup, or one that came with o through exec or
@@ -15,7 +42,12 @@ int fdtab_alias(int fd, struct obj *o);
 /* Removes and returns the table's reference, or NULL. Inside a signal handler it does not
  * wait for the table's lock, which the interrupted code may hold: the reference it returns
  * there must be released through fdtab_release_later(). */
-struct obj *fdtab_take(int fd);
+static inline struct obj *fdtab_take(int fd)
+{
+	_Atomic(struct obj *) *s = fdtab_slot(fd);
+
+	return s ? fdtab_unhook(s) : NULL;
+}
 /* Inside a signal handler: release(o, arg) runs at the next fdtab_run_later() outside one,
  * once no reader can still be taking a reference to o. */
 void fdtab_release_later(struct obj *o, void (*release)(struct obj *, unsigned long),

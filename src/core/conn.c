@@ -32,13 +32,10 @@ static const struct dev_ops *dev = &dev_lo;
 
 struct usock *usock_new(int family, int nonblock)
 {
-	struct usock *s = sys_zalloc(sizeof(*s));
+	struct usock *s = obj_alloc(OBJ_SOCK, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	s->o.kind = OBJ_SOCK;
-	atomic_init(&s->o.refs, 1);
-	atomic_init(&s->o.fdrefs, 1);
 	atomic_init(&s->mode, MODE_NEW);
 	/* By value: every TCP socket, plain ones included, gets three, and a
 	 * default mutex needs nothing pthread_mutex_init() would check. */
@@ -63,7 +60,7 @@ void usock_put(struct usock *s)
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->rx_lock);
 	pthread_mutex_destroy(&s->tx_lock);
-	free(s);
+	obj_free(&s->o);
 }
 
 static int mode_of(struct usock *s)

@@ -14,10 +14,9 @@
 #include "export.h"
 #include "holders.h"
 #include "lgr.h"
+#include "obj.h"
 #include "ring.h"
 
-/* What a descriptor in the fd table points at; every object starts with it. */
-enum obj_kind { OBJ_SOCK = 1, OBJ_EPOLL, OBJ_INTERNAL };
 
 enum conn_mode {
 	MODE_NEW,      /* TCP socket, not connected yet: everything goes to the kernel */
@@ -28,13 +27,6 @@ enum conn_mode {
 };
 
 struct epreg;
-
-/* Common head of everything the fd table points at. */
-struct obj {
-	enum obj_kind kind;
-	_Atomic int refs;           /* the fd table's reference + calls in progress */
-	_Atomic int fdrefs;         /* descriptors naming it (dup) */
-};
 
 struct epoll_early;
 
@@ -97,6 +89,10 @@ struct usock {
 	/* Registrations made while it was an unconnected socket (the application's
 	 * instances hold them for real): connect() moves them to shadows. */
 	struct epoll_early *early;
+	/* Whether early holds any, read without the lock: a connect() that finds none
+	 * has nothing to move, and a registration made meanwhile sees the mode settled
+	 * and moves itself (seq_cst on both sides). */
+	_Atomic int has_early;
 	/* In lgr->pending while its proposal is unresolved (pprev NULL outside):
 	 * a connection leaves it in O(1), however many others are connecting. */
 	struct usock *pending_next, **pending_pprev;

@@ -261,18 +261,16 @@ static struct epshadow *shadow_get(int epfd)
 			obj_put(o);
 		return sh;
 	}
-	sh = calloc(1, sizeof(*sh));
+	sh = obj_alloc(OBJ_EPOLL, sizeof(*sh));
 	if (!sh)
 		return NULL;
-	sh->o.kind = OBJ_EPOLL;
-	atomic_init(&sh->o.refs, 2); /* the table's and ours */
-	atomic_init(&sh->o.fdrefs, 1);
+	atomic_store(&sh->o.refs, 2); /* the table's and ours */
 	sh->epfd = epfd;
 	sh->ifd = sh->kick = -1;
 	pthread_mutex_init(&sh->lock, NULL);
 	pthread_mutex_init(&sh->ready_lock, NULL);
 	if (fdtab_set(epfd, &sh->o) < 0) {
-		free(sh);
+		obj_free(&sh->o);
 		return NULL;
 	}
 	return sh;
@@ -588,6 +586,7 @@ static void early_note(struct usock *s, int epfd, int op, int fd, const struct e
 		*e = (struct epoll_early){epfd, fd, *ev, NULL};
 		*pp = e;
 	}
+	atomic_store(&s->has_early, s->early != NULL);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -597,9 +596,12 @@ void epoll_sock_settled(struct usock *s)
 
 	if (m == MODE_NEW)
 		return; /* a refused connect(): it may connect again */
+	if (!atomic_load(&s->has_early))
+		return;
 	pthread_mutex_lock(&s->lock);
 	struct epoll_early *list = s->early;
 	s->early = NULL;
+	atomic_store(&s->has_early, 0);
 	pthread_mutex_unlock(&s->lock);
 	while (list) {
 		struct epoll_early *e = list;
@@ -627,6 +629,7 @@ void epoll_sock_closed(struct usock *s)
 		s->early = e->next;
 		free(e);
 	}
+	atomic_store(&s->has_early, 0);
 	pthread_mutex_unlock(&s->lock);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -682,7 +685,7 @@ void epoll_shadow_put(struct obj *o)
 		real.close(sh->kick);
 	pthread_mutex_destroy(&sh->lock);
 	pthread_mutex_destroy(&sh->ready_lock);
-	free(sh);
+	obj_free(&sh->o);
 }
 
 /* Moves every socket whose doorbell or TCP socket fired onto the ready list.

@@ -1,7 +1,6 @@
 #include "fdtab.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "../core/sys.h"
@@ -10,9 +9,6 @@
 #define CHUNK (1 << FDTAB_CHUNK_BITS)
 
 _Atomic(struct obj *) *_Atomic fdtab_chunks[FDTAB_NCHUNKS];
-/* Readers take it only for a tracked descriptor, to pin the object against a
- * concurrent close; writers are descriptor creation and destruction. */
-static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 
 /* fd's slot, its chunk allocated on the way. */
 static _Atomic(struct obj *) *slot_made(int fd)
@@ -34,30 +30,13 @@ static _Atomic(struct obj *) *slot_made(int fd)
 	return &c[fd & (CHUNK - 1)];
 }
 
-struct obj *fdtab_pin(_Atomic(struct obj *) *s)
-{
-	pthread_rwlock_rdlock(&lock);
-	struct obj *o = atomic_load(s);
-	if (o)
-		atomic_fetch_add(&o->refs, 1);
-	pthread_rwlock_unlock(&lock);
-	return o;
-}
-
 int fdtab_set(int fd, struct obj *o)
 {
 	_Atomic(struct obj *) *s = slot_made(fd);
 
 	if (!s)
 		return -ENOMEM;
-	/* Into an empty slot, the usual case (a new socket), nothing is released, so
-	 * no reader needs keeping out. */
-	struct obj *old = NULL;
-	if (atomic_compare_exchange_strong(s, &old, o))
-		return 0;
-	pthread_rwlock_wrlock(&lock);
-	old = atomic_exchange(s, o);
-	pthread_rwlock_unlock(&lock);
+	struct obj *old = atomic_exchange(s, o);
 	if (old)
 		obj_put(old);
 	return 0;
@@ -75,22 +54,10 @@ int fdtab_alias(int fd, struct obj *o)
 	return r;
 }
 
-struct obj *fdtab_unhook(_Atomic(struct obj *) *s)
-{
-	/* The handler may have interrupted a reader holding the lock. Its reference
-	 * goes through fdtab_release_later(), which keeps readers out first. */
-	if (sys_in_signal())
-		return atomic_exchange(s, NULL);
-	pthread_rwlock_wrlock(&lock);
-	struct obj *o = atomic_exchange(s, NULL);
-	pthread_rwlock_unlock(&lock);
-	return o;
-}
-
 /* Releases waiting for a call outside any signal handler: one slot each, FREE, then
  * FILLING while a handler writes it, FULL, RUNNING while it is released. Handlers that
  * release more than this before the process makes one such call keep the rest: a bounded
- * leak, where releasing inside the handler could free what another thread still reads. */
+ * leak, where releasing inside the handler could take a lock the interrupted code holds. */
 #define LATER_MAX 1024
 enum { LATER_FREE, LATER_FILLING, LATER_FULL, LATER_RUNNING };
 static struct {
@@ -121,10 +88,6 @@ void fdtab_run_later(void)
 {
 	if (!atomic_load_explicit(&nlater, memory_order_relaxed) || sys_in_signal())
 		return;
-	/* A reader that found one of these objects in the table before the handler
-	 * took it out holds the lock until it has its reference. */
-	pthread_rwlock_wrlock(&lock);
-	pthread_rwlock_unlock(&lock);
 	for (int i = 0; i < LATER_MAX; i++) {
 		int full = LATER_FULL;
 		if (!atomic_compare_exchange_strong(&later[i].state, &full, LATER_RUNNING))

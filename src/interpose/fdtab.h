@@ -1,12 +1,14 @@
-/* Which descriptors usmc tracks. A descriptor that is not tracked costs one load
- * per call: plain sockets and fallen-back connections leave the table. */
+/* Which descriptors usmc tracks. A descriptor that is not tracked costs two loads
+ * per call: plain sockets and fallen-back connections leave the table. No call
+ * takes a lock here: a lookup pins its object with one compare-and-swap (obj.h),
+ * so lookups and removals are async-signal-safe too. */
 #ifndef USMC_FDTAB_H
 #define USMC_FDTAB_H
 
 #include "../core/conn.h"
 
 /* The table: chunks of slots, allocated as descriptors reach them. Only the inline
- * lookups below read it here; they keep an untracked descriptor's call to two loads. */
+ * lookups below read it outside fdtab.c. */
 #define FDTAB_CHUNK_BITS 10
 #define FDTAB_NCHUNKS 1024 /* descriptors below 1 048 576 */
 extern _Atomic(struct obj *) *_Atomic fdtab_chunks[FDTAB_NCHUNKS];
@@ -24,37 +26,36 @@ static inline _Atomic(struct obj *) *fdtab_slot(int fd)
 	return atomic_load_explicit(c, memory_order_relaxed) ? c : NULL;
 }
 
-struct obj *fdtab_pin(_Atomic(struct obj *) *slot);
-struct obj *fdtab_unhook(_Atomic(struct obj *) *slot);
+/* Drops a reference: the last frees the object (a socket's closes its connection). */
+void obj_put(struct obj *o);
 
 /* Returns the object with a reference held (release with obj_put), or NULL. */
 static inline struct obj *fdtab_get(int fd)
 {
 	_Atomic(struct obj *) *s = fdtab_slot(fd);
 
-	return s ? fdtab_pin(s) : NULL;
+	return s ? obj_pin(s, obj_put) : NULL;
 }
+
 /* Installs obj at fd (the caller's reference moves into the table). */
 int fdtab_set(int fd, struct obj *o);
 /* fd is one more descriptor of o (dup, or one that came with o through exec or
  * SCM_RIGHTS): o gains a reference for it. */
 int fdtab_alias(int fd, struct obj *o);
-/* Removes and returns the table's reference, or NULL. Inside a signal handler it does not
- * wait for the table's lock, which the interrupted code may hold: the reference it returns
- * there must be released through fdtab_release_later(). */
+/* Removes and returns the table's reference, or NULL. Inside a signal handler, the
+ * reference it returns must be released through fdtab_release_later(): a release may
+ * close a connection, which takes locks the interrupted code may hold. */
 static inline struct obj *fdtab_take(int fd)
 {
 	_Atomic(struct obj *) *s = fdtab_slot(fd);
 
-	return s ? fdtab_unhook(s) : NULL;
+	return s ? atomic_exchange(s, NULL) : NULL;
 }
-/* Inside a signal handler: release(o, arg) runs at the next fdtab_run_later() outside one,
- * once no reader can still be taking a reference to o. */
+/* Inside a signal handler: release(o, arg) runs at the next fdtab_run_later() outside one. */
 void fdtab_release_later(struct obj *o, void (*release)(struct obj *, unsigned long),
 			 unsigned long arg);
 /* Runs the releases handlers left, unless called inside a handler. Cheap when there is none. */
 void fdtab_run_later(void);
-void obj_put(struct obj *o);
 /* The tracked descriptors from first to last, at most max of them into out,
  * lowest first; returns how many there are in all. */
 size_t fdtab_range(unsigned first, unsigned last, int *out, size_t max);

@@ -34,6 +34,7 @@ static void prepare_one(int fd, struct obj *o)
 static void atfork_prepare(void)
 {
 	fdtab_foreach(prepare_one);
+	obj_atfork_prepare();
 }
 
 /* A listener's accept instance came from the parent: the child opens its own. */
@@ -50,6 +51,7 @@ static void atfork_child(void)
 	 * will accept on it as another user. */
 	int server = lgr_server_listening();
 
+	obj_atfork_release();
 	fdtab_foreach(child_one);
 	epoll_atfork_child();
 	lgr_atfork_child();
@@ -94,7 +96,7 @@ __attribute__((constructor)) static void usmc_init(void)
 	}
 	if (cfg.disabled)
 		return;
-	pthread_atfork(atfork_prepare, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, obj_atfork_release, atfork_child);
 	active = 1;
 	exec_adopt();
 }

@@ -1001,6 +1001,8 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct usock *s = sock_of(o);
 	int r;
 
+	if (!o) /* most calls of an event loop with plain connections */
+		return real.epoll_ctl(epfd, op, fd, ev);
 	if (!s || !conn_accel(s) || (op != EPOLL_CTL_DEL && !ev)) {
 		r = real.epoll_ctl(epfd, op, fd, ev);
 		int e = errno;
@@ -1012,8 +1014,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			if (atomic_load(&s->mode) != MODE_NEW)
 				epoll_sock_settled(s);
 		}
-		if (o)
-			obj_put(o);
+		obj_put(o);
 		errno = e;
 		return r;
 	}

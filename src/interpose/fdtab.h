@@ -1,7 +1,7 @@
 /* Which descriptors usmc tracks. A descriptor that is not tracked costs two loads
  * per call: plain sockets and fallen-back connections leave the table. No call
  * takes a lock here: a lookup pins its object with one compare-and-swap (obj.h),
- * so lookups and removals are async-signal-safe too. */
+ * so a signal handler's lookup or removal never waits for the code it interrupted. */
 #ifndef USMC_FDTAB_H
 #define USMC_FDTAB_H
 

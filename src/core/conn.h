@@ -17,7 +17,6 @@
 #include "obj.h"
 #include "ring.h"
 
-
 enum conn_mode {
 	MODE_NEW,      /* TCP socket, not connected yet: everything goes to the kernel */
 	MODE_LISTEN,   /* accelerated listener (registered) */

@@ -270,6 +270,8 @@ static struct epshadow *shadow_get(int epfd)
 	pthread_mutex_init(&sh->lock, NULL);
 	pthread_mutex_init(&sh->ready_lock, NULL);
 	if (fdtab_set(epfd, &sh->o) < 0) {
+		pthread_mutex_destroy(&sh->lock);
+		pthread_mutex_destroy(&sh->ready_lock);
 		obj_free(&sh->o);
 		return NULL;
 	}

@@ -87,11 +87,11 @@ int admit_socket(int smc)
 int admit_connect(struct usock *s, int fd, const struct sockaddr *peer)
 {
 	struct policy_sock q = sock_of(s->smc, 0, POLICY_K_PEER | POLICY_K_COMM);
-	int e = errno;
 
 	/* Without rules the default decides alone: where it goes does not matter. */
 	if (!pol.nrules)
 		return policy_admits(&pol, &q, dflt);
+	int e = errno;
 	addr_from_sockaddr(&q.peer, peer);
 	addr_reached(&q.peer);
 	if (uses_local)

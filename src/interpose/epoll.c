@@ -1001,18 +1001,21 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct obj *o = fdtab_get(fd);
 	struct usock *s = sock_of(o);
-	int r;
+	/* One reading decides: a connect() in another thread may move the mode on
+	 * while the kernel registers the socket. */
+	int m = s ? atomic_load(&s->mode) : MODE_PLAIN, r;
 
 	if (!o) /* most calls of an event loop with plain connections */
 		return real.epoll_ctl(epfd, op, fd, ev);
-	if (!s || !conn_accel(s) || (op != EPOLL_CTL_DEL && !ev)) {
+	if ((m != MODE_SHM && m != MODE_PENDING) || (op != EPOLL_CTL_DEL && !ev)) {
 		r = real.epoll_ctl(epfd, op, fd, ev);
 		int e = errno;
 		if (r == 0 && s && op == EPOLL_CTL_ADD && conn_listening(s))
 			watch_handoff(epfd);
-		if (r == 0 && s && atomic_load(&s->mode) == MODE_NEW) {
+		if (r == 0 && m == MODE_NEW) {
 			early_note(s, epfd, op, fd, ev);
-			/* A connect() in another thread may have settled it meanwhile. */
+			/* That connect() may have looked for early registrations before
+			 * this one was noted: then it is moved here. */
 			if (atomic_load(&s->mode) != MODE_NEW)
 				epoll_sock_settled(s);
 		}

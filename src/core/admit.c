@@ -79,18 +79,21 @@ int admit_socket(int smc)
 {
 	/* Even the process name is left unknown here: a socket that a rule on it
 	 * excludes is still followed, so that its fallback is counted. */
-	struct policy_sock q = sock_of(smc, 0, 0);
+	if (smc)
+		return 1;
+	if (!pol.nrules)
+		return policy_default_admits(&pol, 0, dflt);
+	struct policy_sock q = sock_of(0, 0, 0);
 
-	return smc || policy_admits(&pol, &q, dflt);
+	return policy_admits(&pol, &q, dflt);
 }
 
-int admit_connect(struct usock *s, int fd, const struct sockaddr *peer)
+int admit_connect(int smc, int fd, const struct sockaddr *peer)
 {
-	struct policy_sock q = sock_of(s->smc, 0, POLICY_K_PEER | POLICY_K_COMM);
-
 	/* Without rules the default decides alone: where it goes does not matter. */
 	if (!pol.nrules)
-		return policy_admits(&pol, &q, dflt);
+		return policy_default_admits(&pol, smc, dflt);
+	struct policy_sock q = sock_of(smc, 0, POLICY_K_PEER | POLICY_K_COMM);
 	int e = errno;
 	addr_from_sockaddr(&q.peer, peer);
 	addr_reached(&q.peer);

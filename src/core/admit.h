@@ -15,8 +15,8 @@ int admit_load(int preloaded);
  * the program asked for it, so a refusal must show in the counters. A plain
  * one when the policy could admit it: the others are left alone entirely. */
 int admit_socket(int smc);
-/* Client, before connect() to peer. */
-int admit_connect(struct usock *s, int fd, const struct sockaddr *peer);
+/* Client, before connect() to peer; smc: an IPPROTO_SMC socket. */
+int admit_connect(int smc, int fd, const struct sockaddr *peer);
 /* A listener bound to bound: 0 when no peer could be admitted. */
 int admit_listen(struct usock *s, const struct sockaddr *bound);
 /* A connection l accepted from peer, on fd. */

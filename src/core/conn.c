@@ -238,7 +238,31 @@ static void fell_back(struct usock *s, int fd, enum decline why)
 {
 	atomic_store(&s->mode, MODE_PLAIN);
 	stat_fallback(s->server ? SIDE_SERVER : SIDE_CLIENT, why);
-	socktab_fell_back(fd, s, why);
+	socktab_fell_back(fd, s->server, why);
+}
+
+/* Whether a connect() to an address of the socket's family may find usmc there:
+ * not when the policy or the registry says no (why: which). */
+static int may_accel(int smc, int fd, const struct sockaddr *addr, char *path, size_t n,
+		     enum decline *why)
+{
+	*why = DECL_POLICY;
+	return admit_connect(smc, fd, addr) && registry_lookup(addr, path, n, why) >= 0;
+}
+
+int conn_fresh_stays_plain(int family, int fd, const struct sockaddr *addr, socklen_t len,
+			   enum decline *why)
+{
+	char path[4200];
+
+	return addr_is_inet(addr, len) && addr->sa_family == family &&
+	       !may_accel(0, fd, addr, path, sizeof(path), why);
+}
+
+void conn_fresh_fell_back(int fd, enum decline why)
+{
+	stat_fallback(SIDE_CLIENT, why);
+	socktab_fell_back(fd, 0, why);
 }
 
 /* ------------------------------------------------------------ connect */
@@ -258,8 +282,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	}
 	if (!addr_is_inet(addr, len) || addr->sa_family != s->family)
 		return real.connect(fd, addr, len);
-	why = DECL_POLICY;
-	if (!admit_connect(s, fd, addr) || registry_lookup(addr, path, sizeof(path), &why) < 0)
+	if (!may_accel(s->smc, fd, addr, path, sizeof(path), &why))
 		goto plain;
 	why = DECL_NO_DEVICE;
 	g = lgr_client_get(path);

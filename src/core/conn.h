@@ -103,6 +103,12 @@ void usock_put(struct usock *s);     /* frees at zero */
 
 /* connect()/accept() hooks: decide and set up acceleration. */
 int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t len);
+/* A socket with no state yet (fresh, see the descriptor table) about to connect:
+ * 1 if it stays plain, as the policy or the registry says (why: which), so that
+ * it needs none; then conn_fresh_fell_back() once connected. */
+int conn_fresh_stays_plain(int family, int fd, const struct sockaddr *addr, socklen_t len,
+			   enum decline *why);
+void conn_fresh_fell_back(int fd, enum decline why);
 void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer);
 int conn_listen(struct usock *s, int fd, int backlog);
 /* The last descriptor of a registered listener in this process was closed (ino: its

@@ -1,6 +1,7 @@
 #include "obj.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +77,7 @@ struct obj *obj_pin(_Atomic(struct obj *) *slot, void (*put)(struct obj *))
 {
 	for (;;) {
 		struct obj *o = atomic_load_explicit(slot, memory_order_acquire);
-		if (!o)
+		if (!o || ((uintptr_t)o & 1))
 			return NULL;
 		if (obj_tryget(o)) {
 			if (atomic_load(slot) == o)

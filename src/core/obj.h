@@ -40,7 +40,8 @@ static inline int obj_tryget(struct obj *o)
 
 /* A reference to the object *slot points at, or NULL. A reference taken to an
  * object that left the slot meanwhile (the pool may have handed it out again) is
- * dropped with put and the slot read again. */
+ * dropped with put and the slot read again. An odd value in a slot is a tag its
+ * owner gives meaning to (fdtab.h), not an object: NULL for it too. */
 struct obj *obj_pin(_Atomic(struct obj *) *slot, void (*put)(struct obj *));
 
 /* fork() must not find a pool's lock held by another thread: prepare takes them, and

@@ -311,9 +311,14 @@ int policy_admits(const struct policy *p, const struct policy_sock *s, enum poli
 		if (m == YES || (m == UNKNOWN && p->rule[i].include))
 			return p->rule[i].include;
 	}
+	return policy_default_admits(p, s->smc, dflt);
+}
+
+int policy_default_admits(const struct policy *p, int smc, enum policy_default dflt)
+{
 	if (p->dflt != POLICY_UNSET)
 		dflt = p->dflt;
-	return dflt == POLICY_ALL || (dflt == POLICY_SMC_ONLY && s->smc);
+	return dflt == POLICY_ALL || (dflt == POLICY_SMC_ONLY && smc);
 }
 
 int policy_uses_local(const struct policy *p)

@@ -82,6 +82,8 @@ int policy_parse_setting(struct policy *p, const char *value, char *err, size_t 
  * leaves it unset). A condition on something s does not know yet may match or
  * not: the answer is 1 if either way could include the socket. */
 int policy_admits(const struct policy *p, const struct policy_sock *s, enum policy_default dflt);
+/* What the default alone answers for a socket (smc: made with IPPROTO_SMC). */
+int policy_default_admits(const struct policy *p, int smc, enum policy_default dflt);
 /* Whether some rule looks at the local address (worth a system call to learn). */
 int policy_uses_local(const struct policy *p);
 

@@ -96,17 +96,22 @@ static enum socktab_state state_of(int mode)
 	}
 }
 
-static void publish(int fd, const struct usock *s, enum decline why)
+static void publish_slot(int fd, const struct socktab_slot *v)
 {
 	struct socktab_hdr *t = table_get();
+
+	if (t && fd >= 0 && (uint32_t)fd < t->nslots)
+		slot_write(t, fd, v);
+}
+
+void socktab_note(int fd, const struct usock *s)
+{
 	struct socktab_slot v = {.arena_fd = -1};
 
-	if (!t || fd < 0 || (uint32_t)fd >= t->nslots)
-		return;
 	v.state = (uint8_t)state_of(atomic_load(&s->mode));
 	v.server = (uint8_t)(s->server != 0);
 	if (v.state == SOCKTAB_TCP)
-		v.decline = (uint8_t)why;
+		v.decline = DECL_INTERNAL;
 	if (s->seg.hdr && (v.state == SOCKTAB_PENDING || v.state == SOCKTAB_SHM)) {
 		v.conn_id = s->conn_id;
 		v.ring_size[0] = (uint32_t)s->seg.ring_size[s->server ? 1 : 0];
@@ -114,17 +119,15 @@ static void publish(int fd, const struct usock *s, enum decline why)
 		v.arena_fd = s->seg.arena ? s->seg.arena->fd : -1;
 		v.seg_off = s->seg.off;
 	}
-	slot_write(t, fd, &v);
+	publish_slot(fd, &v);
 }
 
-void socktab_note(int fd, const struct usock *s)
+void socktab_fell_back(int fd, int server, enum decline why)
 {
-	publish(fd, s, DECL_INTERNAL);
-}
+	struct socktab_slot v = {.arena_fd = -1, .state = SOCKTAB_TCP,
+				 .server = (uint8_t)(server != 0), .decline = (uint8_t)why};
 
-void socktab_fell_back(int fd, const struct usock *s, enum decline why)
-{
-	publish(fd, s, why);
+	publish_slot(fd, &v);
 }
 
 void socktab_closed(int fd)

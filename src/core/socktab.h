@@ -71,8 +71,8 @@ struct usock;
 
 /* The socket behind fd changed state: publishes what s is now. */
 void socktab_note(int fd, const struct usock *s);
-/* ...to plain TCP, for this reason. */
-void socktab_fell_back(int fd, const struct usock *s, enum decline why);
+/* ...to plain TCP, for this reason (server: the accepted end). */
+void socktab_fell_back(int fd, int server, enum decline why);
 /* fd is being closed. */
 void socktab_closed(int fd);
 /* After fork(), in the child: the table mapped is the parent's. now: make the

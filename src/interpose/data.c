@@ -60,7 +60,7 @@ static ssize_t send1(struct usock *s, int fd, const void *buf, size_t n, int fla
 	return done(s, conn_send(s, fd, &iov, 1, flags));
 }
 
-ssize_t read(int fd, void *buf, size_t n)
+FDTAB_WRAP(ssize_t, read, fd, (int fd, void *buf, size_t n), (fd, buf, n))
 {
 	struct usock *s = accel(fd);
 	return s ? recv1(s, fd, buf, n, 0) : real.read(fd, buf, n);
@@ -73,13 +73,13 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 	return read(fd, buf, n);
 }
 
-ssize_t write(int fd, const void *buf, size_t n)
+FDTAB_WRAP(ssize_t, write, fd, (int fd, const void *buf, size_t n), (fd, buf, n))
 {
 	struct usock *s = accel(fd);
 	return s ? send1(s, fd, buf, n, 0) : real.write(fd, buf, n);
 }
 
-ssize_t readv(int fd, const struct iovec *iov, int cnt)
+FDTAB_WRAP(ssize_t, readv, fd, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
 {
 	struct usock *s = accel(fd);
 	if (!s)
@@ -92,7 +92,7 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return done(s, conn_recv(s, fd, iov, cnt, 0));
 }
 
-ssize_t writev(int fd, const struct iovec *iov, int cnt)
+FDTAB_WRAP(ssize_t, writev, fd, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
 {
 	struct usock *s = accel(fd);
 	if (!s)
@@ -105,7 +105,7 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	return done(s, conn_send(s, fd, iov, cnt, 0));
 }
 
-ssize_t recv(int fd, void *buf, size_t n, int flags)
+FDTAB_WRAP(ssize_t, recv, fd, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags))
 {
 	struct usock *s = accel(fd);
 	return s ? recv1(s, fd, buf, n, flags) : real.recv(fd, buf, n, flags);
@@ -118,14 +118,16 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 	return recv(fd, buf, n, flags);
 }
 
-ssize_t send(int fd, const void *buf, size_t n, int flags)
+FDTAB_WRAP(ssize_t, send, fd, (int fd, const void *buf, size_t n, int flags), (fd, buf, n, flags))
 {
 	struct usock *s = accel(fd);
 	return s ? send1(s, fd, buf, n, flags) : real.send(fd, buf, n, flags);
 }
 
 /* A connected TCP socket reports no source address. */
-ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fl)
+FDTAB_WRAP(ssize_t, recvfrom, fd,
+	   (int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fl),
+	   (fd, buf, n, flags, from, fl))
 {
 	struct usock *s = accel(fd);
 	if (!s)
@@ -144,8 +146,9 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 	return recvfrom(fd, buf, n, flags, from, fl);
 }
 
-ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
-	       socklen_t tl)
+FDTAB_WRAP(ssize_t, sendto, fd,
+	   (int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tl),
+	   (fd, buf, n, flags, to, tl))
 {
 	struct usock *s = accel(fd);
 	return s ? send1(s, fd, buf, n, flags) : real.sendto(fd, buf, n, flags, to, tl);
@@ -192,7 +195,9 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	return done(s, conn_send(s, fd, m->msg_iov, (int)m->msg_iovlen, flags));
 }
 
-int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *tmo)
+FDTAB_WRAP(int, recvmmsg, fd,
+	   (int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *tmo),
+	   (fd, v, n, flags, tmo))
 {
 	struct usock *s = accel(fd);
 	unsigned int i;
@@ -217,7 +222,8 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 	return (int)done(s, i ? (ssize_t)i : -1);
 }
 
-int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+FDTAB_WRAP(int, sendmmsg, fd, (int fd, struct mmsghdr *v, unsigned int n, int flags),
+	   (fd, v, n, flags))
 {
 	struct usock *s = accel(fd);
 	unsigned int i;
@@ -235,7 +241,8 @@ int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 
 /* sendfile into an accelerated socket: read the file in chunks and write them into
  * the ring; the offset rules are sendfile's. */
-ssize_t sendfile(int out, int in, off_t *off, size_t count)
+FDTAB_WRAP(ssize_t, sendfile, out, (int out, int in, off_t *off, size_t count),
+	   (out, in, off, count))
 {
 	struct usock *s = accel(out);
 	char buf[65536];

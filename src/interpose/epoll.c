@@ -997,15 +997,18 @@ static void watch_handoff(int epfd)
 	epoll_shadow_put(&sh->o);
 }
 
-int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+FDTAB_WRAP(int, epoll_ctl, fd, (int epfd, int op, int fd, struct epoll_event *ev),
+	   (epfd, op, fd, ev))
 {
-	struct obj *o = fdtab_get(fd);
+	/* Registered before connect(): what the connection becomes decides where its
+	 * events come from, so a fresh socket needs its state now. */
+	struct obj *o = op == EPOLL_CTL_ADD ? fdtab_get_made(fd) : fdtab_get(fd);
 	struct usock *s = sock_of(o);
 	/* One reading decides: a connect() in another thread may move the mode on
 	 * while the kernel registers the socket. */
 	int m = s ? atomic_load(&s->mode) : MODE_PLAIN, r;
 
-	if (!o) /* most calls of an event loop with plain connections */
+	if (!o)
 		return real.epoll_ctl(epfd, op, fd, ev);
 	if ((m != MODE_SHM && m != MODE_PENDING) || (op != EPOLL_CTL_DEL && !ev)) {
 		r = real.epoll_ctl(epfd, op, fd, ev);

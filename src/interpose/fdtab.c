@@ -37,8 +37,66 @@ int fdtab_set(int fd, struct obj *o)
 	if (!s)
 		return -ENOMEM;
 	struct obj *old = atomic_exchange(s, o);
-	if (old)
+	if (old && !fdtab_tagged(old))
 		obj_put(old);
+	return 0;
+}
+
+int fdtab_set_fresh(int fd, unsigned tag)
+{
+	return fdtab_set(fd, (struct obj *)(uintptr_t)(tag | FRESH_TAG));
+}
+
+struct obj *fdtab_get_made(int fd)
+{
+	_Atomic(struct obj *) *slot = fdtab_slot(fd);
+	struct obj *v = slot ? atomic_load(slot) : NULL;
+
+	while (fdtab_tagged(v)) {
+		unsigned tag = (unsigned)(uintptr_t)v;
+		struct usock *s = usock_new(fresh_family(tag), (tag & FRESH_NONBLOCK) != 0);
+		if (!s)
+			return NULL;
+		usock_get(s); /* the caller's, besides the table's */
+		if (atomic_compare_exchange_strong(slot, &v, &s->o))
+			return &s->o;
+		/* Made, closed or retagged meanwhile: v is what the slot holds now. */
+		usock_put(s);
+		usock_put(s);
+	}
+	return fdtab_get(fd);
+}
+
+unsigned fdtab_unfresh(int fd)
+{
+	_Atomic(struct obj *) *slot = fdtab_slot(fd);
+	struct obj *v = slot ? atomic_load(slot) : NULL;
+
+	while (fdtab_tagged(v))
+		if (atomic_compare_exchange_weak(slot, &v, NULL))
+			return (unsigned)(uintptr_t)v;
+	return 0;
+}
+
+void fdtab_refresh(int fd, unsigned tag)
+{
+	_Atomic(struct obj *) *slot = slot_made(fd);
+	struct obj *none = NULL;
+
+	if (slot)
+		atomic_compare_exchange_strong(slot, &none, (struct obj *)(uintptr_t)tag);
+}
+
+int fdtab_fresh_nonblock(int fd, int on)
+{
+	_Atomic(struct obj *) *slot = fdtab_slot(fd);
+	struct obj *v = slot ? atomic_load(slot) : NULL;
+
+	while (fdtab_tagged(v)) {
+		uintptr_t t = ((uintptr_t)v & ~(uintptr_t)FRESH_NONBLOCK) | (on ? FRESH_NONBLOCK : 0);
+		if (atomic_compare_exchange_weak(slot, &v, (struct obj *)t))
+			return 1;
+	}
 	return 0;
 }
 
@@ -122,7 +180,7 @@ void fdtab_foreach(void (*fn)(int fd, struct obj *o))
 		_Atomic(struct obj *) *chunk = atomic_load(&fdtab_chunks[c]);
 		for (int i = 0; chunk && i < CHUNK; i++) {
 			struct obj *o = atomic_load(&chunk[i]);
-			if (o)
+			if (o && !fdtab_tagged(o))
 				fn(c * CHUNK + i, o);
 		}
 	}

@@ -35,6 +35,12 @@ int socket(int domain, int type, int protocol)
 	int fd = real.socket(domain, type, smc ? IPPROTO_TCP : protocol);
 	if (fd < 0 || !tcp || !usmc_active() || !admit_socket(smc))
 		return fd;
+	if (!smc) {
+		fdtab_set_fresh(fd, (type & SOCK_NONBLOCK ? FRESH_NONBLOCK : 0) |
+					    (domain == AF_INET6 ? FRESH_INET6 : 0));
+		return fd;
+	}
+	/* The program asked for usmc: it has its state from the start. */
 	struct usock *s = usock_new(domain, (type & SOCK_NONBLOCK) != 0);
 	if (s)
 		s->smc = smc;
@@ -54,9 +60,34 @@ static void forget_if_plain(int fd, struct usock *s)
 		obj_put(o);
 }
 
+/* A fresh socket's connect() where usmc has nothing to offer: the socket leaves
+ * the table before the kernel's connect, so that a thread registering it with
+ * epoll meanwhile finds a plain socket, not one waiting to be settled. 1 if the
+ * socket may meet usmc after all, or became more than fresh meanwhile. */
+static int connect_fresh(int fd, unsigned tag, const struct sockaddr *addr, socklen_t len)
+{
+	enum decline why;
+
+	if (!conn_fresh_stays_plain(fresh_family(tag), fd, addr, len, &why) ||
+	    !(tag = fdtab_unfresh(fd)))
+		return 1;
+	int r = real.connect(fd, addr, len), e = errno;
+	if (r == 0 || e == EINPROGRESS || e == EINTR)
+		conn_fresh_fell_back(fd, why);
+	else /* refused: the socket may connect again, maybe to usmc */
+		fdtab_refresh(fd, tag);
+	errno = e;
+	return r;
+}
+
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct obj *o = fdtab_get(fd);
+	unsigned tag = fdtab_fresh(fd);
+	int r;
+
+	if (tag && (r = connect_fresh(fd, tag, addr, len)) != 1)
+		return r;
+	struct obj *o = fdtab_get_made(fd);
 	struct usock *s = sock_of(o);
 
 	if (!s) {
@@ -64,7 +95,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 			obj_put(o);
 		return real.connect(fd, addr, len);
 	}
-	int r = conn_connect(s, fd, addr, len);
+	r = conn_connect(s, fd, addr, len);
 	int e = errno;
 	epoll_sock_settled(s);
 	if (atomic_fetch_add(&s->o.fdrefs, 0) == 1)
@@ -76,7 +107,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 int listen(int fd, int backlog)
 {
-	struct obj *o = fdtab_get(fd);
+	struct obj *o = fdtab_get_made(fd);
 	struct usock *s = sock_of(o);
 
 	if (!s) {
@@ -258,7 +289,7 @@ static int dup_track(int oldfd, int newfd)
 
 	if (newfd < 0)
 		return newfd;
-	o = fdtab_get(oldfd);
+	o = fdtab_get_made(oldfd);
 	if (o) {
 		fdtab_alias(newfd, o);
 		obj_put(o);
@@ -304,6 +335,19 @@ int dup3(int oldfd, int newfd, int flags)
 	return dup_over(oldfd, newfd, flags, 1);
 }
 
+/* O_NONBLOCK as the open file has it now: in fd's state, or in its tag. */
+static void note_nonblock(int fd, int on)
+{
+	if (fdtab_fresh_nonblock(fd, on))
+		return;
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+	if (s)
+		s->nonblock = on;
+	if (o)
+		obj_put(o);
+}
+
 int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
@@ -312,18 +356,12 @@ int fcntl(int fd, int cmd, ...)
 	va_end(ap);
 
 	int r = real.fcntl(fd, cmd, arg);
-	if (r < 0)
+	if (r < 0 || !fdtab_slot(fd))
 		return r;
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		return dup_track(fd, r);
-	if (cmd == F_SETFL) {
-		struct obj *o = fdtab_get(fd);
-		struct usock *s = sock_of(o);
-		if (s)
-			s->nonblock = ((long)arg & O_NONBLOCK) != 0;
-		if (o)
-			obj_put(o);
-	}
+	if (cmd == F_SETFL)
+		note_nonblock(fd, ((long)arg & O_NONBLOCK) != 0);
 	return r;
 }
 
@@ -336,6 +374,8 @@ int ioctl(int fd, unsigned long req, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 
+	if (!fdtab_slot(fd))
+		return real.ioctl(fd, req, arg);
 	struct obj *o = fdtab_get(fd);
 	struct usock *s = sock_of(o);
 	int r;
@@ -344,8 +384,8 @@ int ioctl(int fd, unsigned long req, ...)
 		r = req == FIONREAD ? conn_fionread(s, fd, arg) : conn_outq(s, fd, arg);
 	} else {
 		r = real.ioctl(fd, req, arg);
-		if (r == 0 && s && req == FIONBIO && arg)
-			s->nonblock = *(int *)arg != 0;
+		if (r == 0 && req == FIONBIO && arg)
+			note_nonblock(fd, *(int *)arg != 0);
 	}
 	if (o) {
 		int e = errno;
@@ -358,11 +398,14 @@ int ioctl(int fd, unsigned long req, ...)
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	int r = real.setsockopt(fd, level, name, val, len);
-	if (r < 0 || level != SOL_SOCKET)
+	if (r < 0 || level != SOL_SOCKET || !val ||
+	    (name != SO_RCVTIMEO && name != SO_SNDTIMEO && name != SO_SNDBUF && name != SO_RCVBUF &&
+	     name != SO_LINGER))
 		return r;
-	struct obj *o = fdtab_get(fd);
+	/* What an accelerated connection would do differently: its state records it. */
+	struct obj *o = fdtab_get_made(fd);
 	struct usock *s = sock_of(o);
-	if (s && val) {
+	if (s) {
 		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval))
 			memcpy(name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo, val,
 			       sizeof(struct timeval));
@@ -377,7 +420,7 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	return r;
 }
 
-int shutdown(int fd, int how)
+FDTAB_WRAP(int, shutdown, fd, (int fd, int how), (fd, how))
 {
 	struct obj *o = fdtab_get(fd);
 	struct usock *s = sock_of(o);

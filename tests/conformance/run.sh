@@ -108,7 +108,7 @@ stat_value() {
 }
 
 run_one() {
-    local name=$1 src=$here/$1.c bin=$out/$1 expect fallbacks rundir rc_plain rc_usmc acc recv sent
+    local name=$1 src=$here/$1.c bin=$out/$1 expect fallbacks ends rundir rc_plain rc_usmc acc recv sent
     local -a envs
     local plain=$out/$name.plain usmcout=$out/$name.usmc stats=$out/$name.stats
     if [ ! -e "$src" ]; then
@@ -118,6 +118,8 @@ run_one() {
     expect=$(sed -n 's/.*usmc-expect: *\([a-z][a-z ]*[a-z]\).*/\1/p' "$src" | head -n 1)
     # Optional: exactly how many connections (both sides counted) fall back.
     fallbacks=$(sed -n 's/.*usmc-fallbacks: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
+    # Optional: exactly how many connection ends shared memory carried.
+    ends=$(sed -n 's/.*usmc-accelerated: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
     read -ra envs <<<"$(sed -n 's/.*usmc-env: *\(USMC_[A-Z_]*=[^ ]*\( USMC_[A-Z_]*=[^ ]*\)*\).*/\1/p' "$src" | head -n 1)"
     case $expect in
     "accelerated data" | accelerated | none) ;;
@@ -187,6 +189,10 @@ run_one() {
         fi
         if [ -n "$fallbacks" ] && [ "$(stat_value conn_fallback "$stats")" -ne "$fallbacks" ]; then
             fail "$name" "expected $fallbacks connections to fall back" "$stats"
+            return
+        fi
+        if [ -n "$ends" ] && [ "$acc" -ne "$ends" ]; then
+            fail "$name" "expected $ends accelerated connection ends, stats say $acc" "$stats"
             return
         fi
         ;;

@@ -66,7 +66,7 @@ static void test_tryget_after_last(void)
 	CHECK_EQ(atomic_load(&t->o.refs), 0);
 }
 
-static void test_pin_empty_and_moved(void)
+static void test_pin_empty_moved_tagged(void)
 {
 	_Atomic(struct obj *) slot = NULL;
 	CHECK(obj_pin(&slot, put) == NULL);
@@ -78,6 +78,9 @@ static void test_pin_empty_and_moved(void)
 	CHECK_EQ(atomic_load(&t->o.refs), 2);
 	put(o);
 	put(atomic_exchange(&slot, NULL));
+	CHECK(obj_pin(&slot, put) == NULL);
+	/* A tag (an odd value: a fresh socket's, in the descriptor table) is no object. */
+	atomic_store(&slot, (struct obj *)(uintptr_t)5);
 	CHECK(obj_pin(&slot, put) == NULL);
 }
 
@@ -146,7 +149,7 @@ int main(void)
 	RUN(test_reuse_is_zeroed);
 	RUN(test_kinds_apart);
 	RUN(test_tryget_after_last);
-	RUN(test_pin_empty_and_moved);
+	RUN(test_pin_empty_moved_tagged);
 	RUN(test_pin_against_frees);
 	return check_report();
 }

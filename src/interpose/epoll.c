@@ -1054,13 +1054,17 @@ static int wait_common(int epfd, struct epoll_event *events, int maxevents, int 
 	return r;
 }
 
-int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+FDTAB_WRAP(int, epoll_wait, epfd,
+	   (int epfd, struct epoll_event *events, int maxevents, int timeout),
+	   (epfd, events, maxevents, timeout))
 {
 	return wait_common(epfd, events, maxevents, timeout, NULL);
 }
 
-int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
-		const sigset_t *sigmask)
+FDTAB_WRAP(int, epoll_pwait, epfd,
+	   (int epfd, struct epoll_event *events, int maxevents, int timeout,
+	    const sigset_t *sigmask),
+	   (epfd, events, maxevents, timeout, sigmask))
 {
 	return wait_common(epfd, events, maxevents, timeout, sigmask);
 }

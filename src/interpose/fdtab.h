@@ -16,7 +16,7 @@
 #define FDTAB_NCHUNKS 1024 /* descriptors below 1 048 576 */
 extern _Atomic(struct obj *) *_Atomic fdtab_chunks[FDTAB_NCHUNKS];
 
-/* fd's slot if it holds an object now, else NULL. */
+/* fd's slot if it holds an object or a fresh socket's tag now, else NULL. */
 static inline _Atomic(struct obj *) *fdtab_slot(int fd)
 {
 	if ((unsigned)fd >= FDTAB_NCHUNKS << FDTAB_CHUNK_BITS)

@@ -67,15 +67,22 @@ struct obj *fdtab_get_made(int fd)
 	return fdtab_get(fd);
 }
 
-unsigned fdtab_unfresh(int fd)
+/* If fd holds a tag: puts (tag & keep) | set in its place (0 empties the slot)
+ * and returns the tag it replaced; else 0. */
+static unsigned tag_change(int fd, uintptr_t keep, uintptr_t set)
 {
 	_Atomic(struct obj *) *slot = fdtab_slot(fd);
 	struct obj *v = slot ? atomic_load(slot) : NULL;
 
 	while (fdtab_tagged(v))
-		if (atomic_compare_exchange_weak(slot, &v, NULL))
+		if (atomic_compare_exchange_weak(slot, &v, (struct obj *)(((uintptr_t)v & keep) | set)))
 			return (unsigned)(uintptr_t)v;
 	return 0;
+}
+
+unsigned fdtab_unfresh(int fd)
+{
+	return tag_change(fd, 0, 0);
 }
 
 void fdtab_refresh(int fd, unsigned tag)
@@ -89,15 +96,7 @@ void fdtab_refresh(int fd, unsigned tag)
 
 int fdtab_fresh_nonblock(int fd, int on)
 {
-	_Atomic(struct obj *) *slot = fdtab_slot(fd);
-	struct obj *v = slot ? atomic_load(slot) : NULL;
-
-	while (fdtab_tagged(v)) {
-		uintptr_t t = ((uintptr_t)v & ~(uintptr_t)FRESH_NONBLOCK) | (on ? FRESH_NONBLOCK : 0);
-		if (atomic_compare_exchange_weak(slot, &v, (struct obj *)t))
-			return 1;
-	}
-	return 0;
+	return tag_change(fd, ~(uintptr_t)FRESH_NONBLOCK, on ? FRESH_NONBLOCK : 0) != 0;
 }
 
 int fdtab_alias(int fd, struct obj *o)

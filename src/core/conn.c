@@ -86,16 +86,31 @@ static void op_unlock(struct usock *s, enum hold_dir d)
 	pthread_mutex_unlock(d == HOLD_TX ? &s->tx_lock : &s->rx_lock);
 }
 
-/* Readiness looks at copies of both directions, current even when another
- * holder moved the cursors, without disturbing an operation in progress. */
-static void view(struct usock *s, struct ring_end *tx, struct ring_end *rx)
+#define VIEW_BUSY(d) (1u << (d))
+
+/* Copies one direction under its lock: current even when another holder moved
+ * the cursors. Unless told to wait, a direction whose lock another operation
+ * holds is not copied (VIEW_BUSY(d)): a signal handler's poll() may have
+ * interrupted that very operation. */
+static unsigned view_end(struct usock *s, enum hold_dir d, struct ring_end *e, int wait)
 {
-	*tx = s->tx;
-	*rx = s->rx;
-	if (s->hold) {
-		holders_peek(s->hold, HOLD_TX, tx);
-		holders_peek(s->hold, HOLD_RX, rx);
-	}
+	pthread_mutex_t *m = d == HOLD_TX ? &s->tx_lock : &s->rx_lock;
+
+	if (wait)
+		pthread_mutex_lock(m);
+	else if (pthread_mutex_trylock(m) != 0)
+		return VIEW_BUSY(d);
+	*e = d == HOLD_TX ? s->tx : s->rx;
+	if (s->hold)
+		holders_peek(s->hold, d, e);
+	pthread_mutex_unlock(m);
+	return 0;
+}
+
+/* Readiness looks at copies of both directions; returns the busy ones. */
+static unsigned view(struct usock *s, struct ring_end *tx, struct ring_end *rx, int wait)
+{
+	return view_end(s, HOLD_TX, tx, wait) | view_end(s, HOLD_RX, rx, wait);
 }
 
 static void ring_peer(struct usock *s)
@@ -778,8 +793,13 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 		r |= POLLIN | POLLRDHUP;
 	if (r & POLLIN)
 		r |= POLLRDNORM;
-	view(s, &tx, &rx);
-	if (ring_avail(&rx, &n) < 0) {
+	/* A direction another thread is working on counts as ready: that
+	 * thread's operation may leave it either way, as another thread's read
+	 * may take the bytes the kernel reported, and the caller looks again. */
+	unsigned busy = view(s, &tx, &rx, 0);
+	if (busy & VIEW_BUSY(HOLD_RX)) {
+		r |= POLLIN | POLLRDNORM;
+	} else if (ring_avail(&rx, &n) < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
 	} else if (n) {
@@ -787,6 +807,8 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	}
 	if (writes_to_tcp(s)) {
 		r |= (short)(tcp & (POLLOUT | POLLWRNORM));
+	} else if (busy & VIEW_BUSY(HOLD_TX)) {
+		r |= POLLOUT | POLLWRNORM;
 	} else if (ring_space(&tx, &n) < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
@@ -817,7 +839,11 @@ int conn_arm(struct usock *s, int fd, short events)
 	if (!s->connected)
 		return 0;
 	arm_bell(s, events);
-	view(s, &tx, &rx);
+	unsigned busy = view(s, &tx, &rx, 0);
+	/* As for conn_revents(): busy counts as ready. */
+	if (((events & POLLIN) && (busy & VIEW_BUSY(HOLD_RX))) ||
+	    ((events & POLLOUT) && (busy & VIEW_BUSY(HOLD_TX))))
+		return 1;
 	return shm_ready(s, &tx, &rx, events) != 0;
 }
 
@@ -986,7 +1012,7 @@ static int spin(struct usock *s, short events)
 	return 0;
 }
 
-int conn_busy_wait(int (*look)(void *), void *arg, int timeout_ms)
+int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 {
 	uint64_t budget = (uint64_t)cfg.busy_poll_us * 1000ull;
 
@@ -994,13 +1020,25 @@ int conn_busy_wait(int (*look)(void *), void *arg, int timeout_ms)
 		return 0;
 	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
 		budget = (uint64_t)timeout_ms * 1000000ull;
-	uint64_t end = sys_now_ns() + budget;
+	uint64_t now = sys_now_ns(), end = now + budget, deep_at = now;
 	int r;
-	/* Which peer will answer is not known here, so yield between looks:
-	 * one on our own core then runs instead of waiting for our spin to end. */
-	while (!(r = look(arg)) && sys_now_ns() < end)
-		sched_yield();
-	return r;
+
+	for (;;) {
+		int deep = now >= deep_at;
+		if ((r = look(arg, deep)))
+			return r;
+		if (deep) {
+			/* Which peer will answer is not known here, so yield after
+			 * the kernel's look: one on our own core then runs instead
+			 * of waiting for our spin to end. */
+			sched_yield();
+			deep_at = sys_now_ns() + CONN_DEEP_LOOK_NS;
+		} else {
+			__builtin_ia32_pause();
+		}
+		if ((now = sys_now_ns()) >= end)
+			return 0;
+	}
 }
 
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
@@ -1530,7 +1568,7 @@ int conn_fionread(struct usock *s, int fd, int *out)
 	uint64_t avail;
 	struct ring_end tx, rx;
 
-	view(s, &tx, &rx);
+	view(s, &tx, &rx, 1);
 	if (ring_avail(&rx, &avail) < 0) {
 		conn_abort(s, fd);
 		errno = ECONNRESET;
@@ -1545,7 +1583,7 @@ int conn_outq(struct usock *s, int fd, int *out)
 	uint64_t space;
 	struct ring_end tx, rx;
 
-	view(s, &tx, &rx);
+	view(s, &tx, &rx, 1);
 	if (ring_space(&tx, &space) < 0) {
 		conn_abort(s, fd);
 		errno = ECONNRESET;

@@ -174,13 +174,16 @@ static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_
 {
 	return a->rx_prod == b->rx_prod && a->tx_cons == b->tx_cons && a->ends == b->ends;
 }
-/* An event loop (poll, select, epoll) about to sleep after arming its doorbells
- * spins first, as a blocking call does: look() makes a wait that returns at once
- * (it sees every doorbell rung and the application's own descriptors) and is
- * called until it returns nonzero or USMC_BUSY_POLL_US passes, bounded by the
- * caller's timeout (ms, -1 for none). Returns look()'s last result; 0 means sleep.
- * On a single core, or with busy-polling off, it never calls look(). */
-int conn_busy_wait(int (*look)(void *), void *arg, int timeout_ms);
+/* An event loop (poll, select, epoll) about to sleep spins first, as a blocking
+ * call does, before it asks its peers to ring: look(arg, 0) looks at its
+ * accelerated sockets in shared memory, look(arg, 1) besides makes a wait that
+ * returns at once (the application's own descriptors, the doorbells rung), a
+ * system call: the first look, then one every CONN_DEEP_LOOK_NS. It is called
+ * until it returns nonzero or USMC_BUSY_POLL_US passes, bounded by the caller's
+ * timeout (ms, -1 for none). Returns look()'s last result; 0 means sleep. On a
+ * single core, or with busy-polling off, it never calls look(). */
+int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms);
+#define CONN_DEEP_LOOK_NS 2000ull
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
 /* Empties our doorbell (it holds what it was rung with), passing the

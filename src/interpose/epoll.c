@@ -14,6 +14,7 @@
 #include "epoll.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -95,6 +96,8 @@ struct epshadow {
 	_Atomic int serving;    /* of them, serving a registration: shared memory can
 				 * change under a wait only while one does */
 	_Atomic int bws_dead;   /* of them, removed by epoll_bell_gone */
+	_Atomic uint64_t looked_ns; /* when a wait last looked at the application's instance */
+	_Atomic int dozers;  /* of the sleepers, those that armed to sleep in the kernel */
 };
 
 /* A parked entry heard this many rings (those its connection's peer made late,
@@ -773,13 +776,12 @@ static int reg_unchanged(const struct epreg *r, const struct conn_stamp *seen)
 }
 
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
- * caller is about to sleep, so the edge-triggered registrations left unarmed
- * that saw nothing new are armed now (else they stay on the ready list, looked
- * at by stamp). */
+ * caller is about to sleep, so the registrations left unarmed that saw nothing
+ * new are armed now (else they stay on the ready list, looked at by stamp). */
 static int collect(struct epshadow *sh, struct epoll_event *out, int max, int arm)
 {
 	struct epreg *list, *keep = NULL, *r;
-	int n = 0;
+	int n = 0, unarmed = 0; /* kept on the list, not armed */
 
 	pthread_mutex_lock(&sh->ready_lock);
 	list = sh->ready;
@@ -800,6 +802,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			continue;
 		if (n == max || r->reported == sh->wait_seq) {
 			keep_ready(&keep, r);
+			unarmed = 1;
 			continue;
 		}
 		struct usock *s = r->s;
@@ -807,14 +810,14 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		/* Taken before looking: whatever happens after it is news at the
 		 * next wait. */
 		struct conn_stamp seen;
-		if (r->events & EPOLLET)
-			conn_stamp(s, want, &seen);
+		conn_stamp(s, want, &seen);
 		if (r->unarmed && reg_unchanged(r, &seen)) {
 			/* The same news from another source: a spinning waiter
 			 * compares the stamp alone, and must not keep finding it. */
 			reg_stamp(r, &seen);
 			if (!arm) {
 				keep_ready(&keep, r);
+				unarmed = 1;
 				continue;
 			}
 			/* Armed before the stamp: what happens after it rings. */
@@ -829,6 +832,15 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		short got = conn_revents(s, r->fd, want, reg_tcp_state(r));
 		if (!conn_accel(s)) {
 			reg_to_real(sh, r);
+			continue;
+		}
+		if (!got && !arm && !conn_pending(s)) {
+			/* Not ready, and the caller does not sleep yet: while it spins
+			 * it looks at the stamp, which costs the peer no ring. Armed
+			 * before the caller sleeps. */
+			reg_stamp(r, &seen);
+			keep_ready(&keep, r);
+			unarmed = 1;
 			continue;
 		}
 		/* Ask the peer to ring us, then make sure we did not miss it: what
@@ -856,11 +868,21 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		if (r->events & EPOLLET)
 			reg_stamp(r, &seen);
 		keep_ready(&keep, r);
+		unarmed = 1;
 	}
 	while ((r = keep)) {
 		keep = r->collect_next;
 		ready_push(sh, r);
 	}
+	/* What stays on the ready list unarmed (reported, or looked at by stamp)
+	 * rings nothing until a wait arms it. Another thread asleep in the kernel
+	 * must then look itself, and arm before it sleeps again: the kernel wakes
+	 * another waiter for a socket it reported level-triggered, and for any
+	 * socket's next event. Only a thread going to sleep is woken: one that
+	 * spins comes back to the list anyway, and waking it would restart its
+	 * spin, as its collect could restart ours. */
+	if (unarmed && atomic_load(&sh->dozers) > arm)
+		kick(sh);
 	return n;
 }
 
@@ -870,18 +892,19 @@ struct look {
 	int maxevents;
 };
 
-/* Whether an edge-triggered registration left unarmed saw something since it
- * was reported: its peer rings nothing for it. */
-static int unarmed_news(struct epshadow *sh)
+/* Whether one of the first max registrations on the ready list that were left
+ * unarmed saw something since it was stamped: its peer rings nothing for it. */
+static int unarmed_news(struct epshadow *sh, int max)
 {
 	int news = 0;
 	struct conn_stamp now;
 
 	pthread_mutex_lock(&sh->ready_lock);
-	for (struct epreg *r = sh->ready; r && !news; r = r->ready_next)
+	for (struct epreg *r = sh->ready; r && !news && max; r = r->ready_next)
 		if (r->unarmed) {
 			conn_stamp(r->s, reg_want(r), &now);
 			news = !conn_stamp_same(&now, &r->stamp);
+			max--;
 		}
 	pthread_mutex_unlock(&sh->ready_lock);
 	return news;
@@ -889,14 +912,31 @@ static int unarmed_news(struct epshadow *sh)
 
 #define LOOK_NEWS (-2)
 
-/* The application's instance, without sleeping: its own descriptors, and the
- * marker when a doorbell rang; LOOK_NEWS for news on an unarmed registration. */
-static int look_now(void *arg)
+/* The application's instance, sleeping for tmo at most. */
+static int kernel_look(struct epshadow *sh, struct epoll_event *events, int maxevents, int tmo,
+		       const sigset_t *sigmask)
+{
+	int m = real.epoll_pwait(sh->epfd, events, maxevents, tmo, sigmask);
+
+	atomic_store_explicit(&sh->looked_ns, sys_now_ns(), memory_order_relaxed);
+	return m;
+}
+
+/* A look between the kernel's looks costs a few loads per registration: it
+ * stops at this many, so that a long ready list (a thousand connections just
+ * served) cannot stretch it; the kernel's looks go through them all. */
+#define SHALLOW_LOOK_MAX 64
+
+/* Spinning: LOOK_NEWS for news on an unarmed registration; when deep, besides,
+ * the application's instance without sleeping (its own descriptors, and the
+ * marker when a doorbell rang). */
+static int look_now(void *arg, int deep)
 {
 	struct look *l = arg;
-	int n = real.epoll_pwait(l->sh->epfd, l->events, l->maxevents, 0, NULL);
 
-	return n == 0 && unarmed_news(l->sh) ? LOOK_NEWS : n;
+	if (unarmed_news(l->sh, deep ? INT_MAX : SHALLOW_LOOK_MAX))
+		return LOOK_NEWS;
+	return deep ? kernel_look(l->sh, l->events, l->maxevents, 0, NULL) : 0;
 }
 
 static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxevents,
@@ -932,8 +972,12 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 			atomic_fetch_sub(&sh->sleepers, 1);
 			continue;
 		}
-		if (!m && tmo) {
-			/* Going to sleep: every registration must be armed first. */
+		int doze = !m && tmo;
+		if (doze) {
+			/* Going to sleep: every registration must be armed first.
+			 * Counted before: what another thread leaves unarmed after
+			 * this collect must wake us. */
+			atomic_fetch_add(&sh->dozers, 1);
 			pthread_mutex_lock(&sh->lock);
 			n = collect(sh, events, maxevents, 1);
 			recheck = sh->recheck;
@@ -943,8 +987,19 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 			else if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
 				tmo = CONN_PENDING_RECHECK_MS;
 		}
-		if (!m)
-			m = real.epoll_pwait(sh->epfd, events + n, maxevents - n, tmo, sigmask);
+		/* With sockets to report, the kernel's instance is looked at only if
+		 * that was not done a moment ago: the kernel too reports what it
+		 * finds ready as it goes, not what became ready since. Skipping the
+		 * look saves an event loop busy with accelerated sockets a system
+		 * call per wait, and delays its other descriptors by as much as a
+		 * spin does. */
+		if (!m && !(n && !sigmask &&
+			    (n == maxevents ||
+			     sys_now_ns() - atomic_load_explicit(&sh->looked_ns, memory_order_relaxed) <
+				     CONN_DEEP_LOOK_NS)))
+			m = kernel_look(sh, events + n, maxevents - n, tmo, sigmask);
+		if (doze)
+			atomic_fetch_sub(&sh->dozers, 1);
 		atomic_fetch_sub(&sh->sleepers, 1);
 		if (m < 0)
 			return n ? n : -1;

@@ -20,16 +20,30 @@
 #define STACK_FDS 64
 
 struct look {
-	struct pollfd *p;
-	nfds_t n;
+	struct pollfd *p; /* the descriptors, then the doorbells and the handoff socket */
+	nfds_t n, k;      /* how many descriptors; with the rest */
+	struct pollfd *fds;
+	struct usock **acc;
 };
 
-/* Every descriptor and doorbell, without sleeping. */
-static int look_now(void *arg)
+#define LOOK_NEWS (-2)
+
+/* Spinning: when deep, everything in the kernel without sleeping, then the
+ * accelerated sockets in shared memory (LOOK_NEWS when one is ready). The first
+ * look is deep: at LOOK_NEWS, the descriptors' revents are the kernel's. */
+static int look_now(void *arg, int deep)
 {
 	struct look *l = arg;
 	struct timespec zero = {0, 0};
-	return real.ppoll(l->p, l->n, &zero, NULL);
+	int r;
+
+	if (deep && (r = real.ppoll(l->p, l->k, &zero, NULL)) != 0)
+		return r;
+	for (nfds_t i = 0; i < l->n; i++)
+		if (l->acc[i] && conn_revents(l->acc[i], l->fds[i].fd, l->fds[i].events,
+					      conn_tcp_state(l->acc[i], l->fds[i].fd, 0)))
+			return LOOK_NEWS;
+	return 0;
 }
 
 /* Sockets whose waits the library takes over: accelerated ones, and listeners
@@ -71,13 +85,20 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 				pending |= conn_pending(acc[i]);
 			}
 		}
-		if (sleep)
+		if (hfd >= 0)
+			p[k++] = (struct pollfd){hfd, POLLIN, 0};
+		/* Spin before sleeping, unless a signal mask is the application's to
+		 * apply while it waits. The peers are asked to ring only after it:
+		 * while we spin, their bytes are seen in shared memory. */
+		struct look l = {p, n, k, fds, acc};
+		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
+		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
+		if (r == LOOK_NEWS)
+			r = 1;
+		if (!r && sleep)
 			for (nfds_t i = 0; i < n; i++)
 				if (acc[i] && conn_arm(acc[i], fds[i].fd, fds[i].events))
 					sleep = 0;
-		if (hfd >= 0)
-			p[k++] = (struct pollfd){hfd, POLLIN, 0};
-		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
 		if (sleep && (tmo || pending)) {
 			/* A client waiting for its attach is looked at again soon: a
 			 * decline by the registry or a plain peer rings no bell. */
@@ -87,12 +108,8 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			left = (struct timespec){ms / 1000, (long)(ms % 1000) * 1000000};
 			t = &left;
 		}
-		/* Spin before sleeping, unless a signal mask is the application's to
-		 * apply while it waits. */
-		struct look l = {p, k};
-		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
 		if (!r)
-			r = real.ppoll(p, sleep ? k : n, t, mask);
+			r = real.ppoll(p, sleep ? k : n, sleep ? t : &zero, mask);
 		for (nfds_t i = 0; i < n; i++)
 			if (acc[i])
 				conn_disarm(acc[i], fds[i].events);

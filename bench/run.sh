@@ -115,6 +115,17 @@ median() {
 # lscpu_field NAME: one line of lscpu's summary
 lscpu_field() { lscpu | sed -n "s/^$1: *//p" | head -n 1; }
 
+# idle_policy: how an idle core waits, which decides what waking a sleeper costs: the floor
+# of every mode that sleeps (a guest that halts at once pays an exit to its host per wake-up)
+idle_policy() {
+    local d=/sys/devices/system/cpu/cpuidle p=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+    [ -r $d/current_driver ] || { echo "not reported"; return; }
+    printf 'cpuidle driver %s, governor %s' "$(cat $d/current_driver)" \
+        "$(cat $d/current_governor_ro 2>/dev/null || cat $d/current_governor 2>/dev/null)"
+    [ -r $p ] && printf '; a guest idle core polls %s ns before it halts' "$(cat $p)"
+    echo
+}
+
 machine() {
     local hv
     hv=$(lscpu_field 'Hypervisor vendor')
@@ -123,6 +134,7 @@ machine() {
     echo "- CPU: $(lscpu_field 'Model name'); $(nproc) online: $(lscpu_field 'Socket(s)') socket(s) × $(lscpu_field 'Core(s) per socket') core(s) × $(lscpu_field 'Thread(s) per core') thread(s)${hv:+; virtual machine ($hv)}"
     echo "- memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     echo "- kernel: $(uname -r); $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")"
+    echo "- idle cores: $(idle_policy)"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- usmc: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown), build $USMC_BUILD"
     echo "- tools: $(for p in $(selected_packages); do

@@ -18,6 +18,10 @@ static _Atomic(struct obj *) *slot_made(int fd)
 	_Atomic(struct obj *) *_Atomic *chunk = &fdtab_chunks[fd >> FDTAB_CHUNK_BITS];
 	_Atomic(struct obj *) *c = atomic_load_explicit(chunk, memory_order_acquire);
 	if (!c) {
+		/* Nothing is allocated inside a signal handler: the descriptor
+		 * stays out of the table, its socket plain. */
+		if (sys_in_signal())
+			return NULL;
 		c = calloc(CHUNK, sizeof(*c));
 		if (!c)
 			return NULL;
@@ -53,6 +57,13 @@ struct obj *fdtab_get_made(int fd)
 	struct obj *v = slot ? atomic_load(slot) : NULL;
 
 	while (fdtab_tagged(v)) {
+		/* Inside a signal handler, whose interrupted code may hold the
+		 * socket pool's lock or malloc's, the socket leaves the table
+		 * instead: plain for good, as if its peer were. */
+		if (sys_in_signal()) {
+			fdtab_unfresh(fd);
+			return NULL;
+		}
 		unsigned tag = (unsigned)(uintptr_t)v;
 		struct usock *s = usock_new(fresh_family(tag), (tag & FRESH_NONBLOCK) != 0);
 		if (!s)

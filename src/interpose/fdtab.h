@@ -86,7 +86,8 @@ static inline unsigned fdtab_fresh(int fd)
 /* fd is a fresh TCP socket (socket() tags it; see FRESH_TAG). */
 int fdtab_set_fresh(int fd, unsigned tag);
 /* Like fdtab_get(), but a fresh socket's state is made first. NULL only for a
- * descriptor usmc does not follow, or when memory ran out. */
+ * descriptor usmc does not follow, when memory ran out, or inside a signal
+ * handler, where a fresh socket leaves the table instead (it stays plain). */
 struct obj *fdtab_get_made(int fd);
 /* If fd is fresh: its tag, which leaves the slot (the socket stays plain), else 0. */
 unsigned fdtab_unfresh(int fd);

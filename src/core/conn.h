@@ -184,6 +184,9 @@ static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_
  * single core, or with busy-polling off, it never calls look(). */
 int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms);
 #define CONN_DEEP_LOOK_NS 2000ull
+/* What a look returns for news it found in shared memory, where the kernel's
+ * wait, which returns a count, has nothing to say. */
+#define CONN_LOOK_NEWS (-2)
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
 /* Empties our doorbell (it holds what it was rung with), passing the

@@ -910,8 +910,6 @@ static int unarmed_news(struct epshadow *sh, int max)
 	return news;
 }
 
-#define LOOK_NEWS (-2)
-
 /* The application's instance, sleeping for tmo at most. */
 static int kernel_look(struct epshadow *sh, struct epoll_event *events, int maxevents, int tmo,
 		       const sigset_t *sigmask)
@@ -922,20 +920,35 @@ static int kernel_look(struct epshadow *sh, struct epoll_event *events, int maxe
 	return m;
 }
 
+/* Whether a wait that has n sockets to report looks at the application's
+ * instance too. Only if that was not done a moment ago: the kernel too reports
+ * what it finds ready as it goes, not what became ready since. Skipping the look
+ * saves an event loop busy with accelerated sockets a system call per wait, and
+ * delays its other descriptors by as much as a spin does. A signal mask is the
+ * application's to apply: that wait is made. */
+static int kernel_look_due(struct epshadow *sh, int n, int maxevents, const sigset_t *sigmask)
+{
+	if (!n || sigmask)
+		return 1;
+	return n < maxevents &&
+	       sys_now_ns() - atomic_load_explicit(&sh->looked_ns, memory_order_relaxed) >=
+		       CONN_DEEP_LOOK_NS;
+}
+
 /* A look between the kernel's looks costs a few loads per registration: it
  * stops at this many, so that a long ready list (a thousand connections just
  * served) cannot stretch it; the kernel's looks go through them all. */
 #define SHALLOW_LOOK_MAX 64
 
-/* Spinning: LOOK_NEWS for news on an unarmed registration; when deep, besides,
- * the application's instance without sleeping (its own descriptors, and the
- * marker when a doorbell rang). */
+/* Spinning: CONN_LOOK_NEWS for news on an unarmed registration; when deep,
+ * besides, the application's instance without sleeping (its own descriptors,
+ * and the marker when a doorbell rang). */
 static int look_now(void *arg, int deep)
 {
 	struct look *l = arg;
 
 	if (unarmed_news(l->sh, deep ? INT_MAX : SHALLOW_LOOK_MAX))
-		return LOOK_NEWS;
+		return CONN_LOOK_NEWS;
 	return deep ? kernel_look(l->sh, l->events, l->maxevents, 0, NULL) : 0;
 }
 
@@ -968,7 +981,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		int m = sigmask || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
 				? 0
 				: conn_busy_wait(look_now, &l, tmo);
-		if (m == LOOK_NEWS) {
+		if (m == CONN_LOOK_NEWS) {
 			atomic_fetch_sub(&sh->sleepers, 1);
 			continue;
 		}
@@ -987,16 +1000,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 			else if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
 				tmo = CONN_PENDING_RECHECK_MS;
 		}
-		/* With sockets to report, the kernel's instance is looked at only if
-		 * that was not done a moment ago: the kernel too reports what it
-		 * finds ready as it goes, not what became ready since. Skipping the
-		 * look saves an event loop busy with accelerated sockets a system
-		 * call per wait, and delays its other descriptors by as much as a
-		 * spin does. */
-		if (!m && !(n && !sigmask &&
-			    (n == maxevents ||
-			     sys_now_ns() - atomic_load_explicit(&sh->looked_ns, memory_order_relaxed) <
-				     CONN_DEEP_LOOK_NS)))
+		if (!m && kernel_look_due(sh, n, maxevents, sigmask))
 			m = kernel_look(sh, events + n, maxevents - n, tmo, sigmask);
 		if (doze)
 			atomic_fetch_sub(&sh->dozers, 1);

@@ -26,11 +26,17 @@ struct look {
 	struct usock **acc;
 };
 
-#define LOOK_NEWS (-2)
+/* Whether accelerated socket s is ready for what pf asks, as shared memory and
+ * what the library knows of its TCP socket tell, mostly without a system call. */
+static int accel_ready(struct usock *s, const struct pollfd *pf)
+{
+	return conn_revents(s, pf->fd, pf->events, conn_tcp_state(s, pf->fd, 0)) != 0;
+}
 
 /* Spinning: when deep, everything in the kernel without sleeping, then the
- * accelerated sockets in shared memory (LOOK_NEWS when one is ready). The first
- * look is deep: at LOOK_NEWS, the descriptors' revents are the kernel's. */
+ * accelerated sockets in shared memory (CONN_LOOK_NEWS when one is ready). The
+ * first look is deep: at CONN_LOOK_NEWS, the descriptors' revents are the
+ * kernel's. */
 static int look_now(void *arg, int deep)
 {
 	struct look *l = arg;
@@ -40,9 +46,8 @@ static int look_now(void *arg, int deep)
 	if (deep && (r = real.ppoll(l->p, l->k, &zero, NULL)) != 0)
 		return r;
 	for (nfds_t i = 0; i < l->n; i++)
-		if (l->acc[i] && conn_revents(l->acc[i], l->fds[i].fd, l->fds[i].events,
-					      conn_tcp_state(l->acc[i], l->fds[i].fd, 0)))
-			return LOOK_NEWS;
+		if (l->acc[i] && accel_ready(l->acc[i], &l->fds[i]))
+			return CONN_LOOK_NEWS;
 	return 0;
 }
 
@@ -80,7 +85,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			if (acc[i]) {
 				p[i].events = conn_poll_prepare(acc[i], fds[i].events);
 				p[k++] = (struct pollfd){acc[i]->bell, POLLIN, 0};
-				if (conn_revents(acc[i], fds[i].fd, fds[i].events, conn_tcp_state(acc[i], fds[i].fd, 0)))
+				if (accel_ready(acc[i], &fds[i]))
 					sleep = 0;
 				pending |= conn_pending(acc[i]);
 			}
@@ -93,7 +98,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		struct look l = {p, n, k, fds, acc};
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
 		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
-		if (r == LOOK_NEWS)
+		if (r == CONN_LOOK_NEWS)
 			r = 1;
 		if (!r && sleep)
 			for (nfds_t i = 0; i < n; i++)

@@ -960,9 +960,14 @@ static void note_cpu(_Atomic uint32_t *mine)
 		atomic_store_explicit(mine, (uint32_t)cpu, memory_order_relaxed);
 }
 
+/* The spin of a blocking call, on a copy of its direction taken under the lock it
+ * holds. The lock is let go for the spin: a non-blocking call or a readiness look
+ * in another thread must neither wait for it nor take it for an operation under
+ * way. What the copy shows ready is only a reason to look again, locked. */
 static int spin(struct usock *s, short events)
 {
 	int in = events == POLLIN;
+	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
 	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
@@ -971,7 +976,7 @@ static int spin(struct usock *s, short events)
 	 * a futex wake and a wake-up across cores. It does not know the server's
 	 * core yet, so it yields between looks: a server on its own core then runs
 	 * instead of waiting for the spin to end. */
-	int pending = mode_of(s) == MODE_PENDING, yield = pending, closing = 0, cpu;
+	int pending = mode_of(s) == MODE_PENDING, yield = pending, closing = 0, cpu, r = 0;
 
 	/* Sleeping waits (no budget) ask for no core either. */
 	if (!idle || cfg.ncpus < 2 || (cpu = sched_getcpu()) < 0 ||
@@ -980,10 +985,13 @@ static int spin(struct usock *s, short events)
 	uint64_t start = sys_now_ns(), now = start, moved = start;
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
+	struct ring_end e = in ? s->rx : s->tx;
 
+	op_unlock(s, d);
 	while (now - start < limit && (pending || closing || now - moved < idle)) {
-		if (shm_ready(s, &s->tx, &s->rx, events))
-			return 1;
+		r = shm_ready(s, &e, &e, events) != 0;
+		if (r)
+			break;
 		if (yield)
 			sched_yield();
 		else
@@ -993,8 +1001,8 @@ static int spin(struct usock *s, short events)
 			/* Attached: the server's answer is its next step, so the
 			 * attach counts as the peer moving. The room a writer waits
 			 * for grows only once the caller has seen the attach. */
-			if (!in)
-				return 1;
+			if ((r = !in))
+				break;
 			pending = 0;
 			moved = sys_now_ns();
 		}
@@ -1009,7 +1017,8 @@ static int spin(struct usock *s, short events)
 			moved = now;
 		}
 	}
-	return 0;
+	op_lock(s, d);
+	return r;
 }
 
 int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)

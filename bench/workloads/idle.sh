@@ -1,8 +1,9 @@
-# Idle connections: the ping-pong latency of one connection while thousands of others stay
-# open and idle, beside the same with none (bench/idle.c). The memory each idle connection costs
-# the client is listed under the table. An accelerated connection holds two descriptors in each
-# process (the socket and its doorbell end): IDLE_CONNECTIONS defaults to 10 000 where the hard
-# RLIMIT_NOFILE allows (above 20 256), else to as many as fit.
+# Idle connections: the ping-pong latency of one connection (the median over batches of round
+# trips) while thousands of others stay open and idle, beside the same with none (bench/idle.c).
+# The memory each idle connection costs the client is listed under the table. An accelerated
+# connection holds two descriptors in each process (the socket and its doorbell end):
+# IDLE_CONNECTIONS defaults to 10 000 where the hard RLIMIT_NOFILE allows (above 20 256), else
+# to as many as fit.
 WL_TITLE="active connection beside idle ones, 14 B ping-pong latency"
 WL_UNIT="usec"
 WL_BETTER=lower

@@ -452,18 +452,46 @@ static short reg_tcp_state(const struct epreg *r)
 	return conn_tcp_state(r->s, r->fd, r->tcp);
 }
 
+/* A registration left on the ready list unarmed, with the socket as seen then:
+ * the next wait looks whether anything happened since. */
+static void reg_stamp(struct epreg *r, const struct conn_stamp *seen)
+{
+	r->unarmed = 1;
+	r->stamp = *seen;
+	r->stamp_tcp = r->tcp;
+}
+
 /* A registration that is ready already must wake a thread sleeping in
- * epoll_wait, as the kernel would; one that is not asks the peer to ring. */
+ * epoll_wait, as the kernel would. One that is not asks the peer to ring only if
+ * a thread sleeps in the set now; else it waits on the ready list, stamped, for
+ * the next wait to look at it, and to arm it if that wait sleeps. Event loops
+ * modify a registration for every message they write (wrk, ae): arming at each
+ * made the peer ring for every answer. */
 static void check_now(struct epshadow *sh, struct epreg *r)
 {
 	short want = reg_want(r);
+	struct conn_stamp seen;
+	/* Only an attached socket waits stamped: the stamp tells nothing of a
+	 * connect() or an attach that ends. */
+	int attached = r->s->connected && atomic_load(&r->s->mode) == MODE_SHM;
 
+	/* Taken before looking: whatever happens after it is news. */
+	conn_stamp(r->s, want, &seen);
 	/* Under the ready list's lock: a spinning waiter reads it there. */
 	pthread_mutex_lock(&sh->ready_lock);
 	r->unarmed = 0;
 	pthread_mutex_unlock(&sh->ready_lock);
-	if (conn_revents(r->s, r->fd, want, reg_tcp_state(r)) ||
-	    conn_arm(r->s, r->fd, want) || !conn_accel(r->s)) {
+	if (conn_revents(r->s, r->fd, want, reg_tcp_state(r)) || !conn_accel(r->s)) {
+		ready_push(sh, r);
+		kick(sh);
+	} else if (attached && !atomic_load(&sh->dozers)) {
+		/* A thread that arms to sleep counts itself first, then takes
+		 * sh->lock (held here) to arm what is on the list. */
+		pthread_mutex_lock(&sh->ready_lock);
+		reg_stamp(r, &seen);
+		pthread_mutex_unlock(&sh->ready_lock);
+		ready_push(sh, r);
+	} else if (conn_arm(r->s, r->fd, want)) {
 		ready_push(sh, r);
 		kick(sh);
 	}
@@ -746,15 +774,6 @@ static void keep_ready(struct epreg **keep, struct epreg *r)
 {
 	r->collect_next = *keep;
 	*keep = r;
-}
-
-/* An edge-triggered registration was reported, the socket as seen then: the
- * next wait looks whether anything happened since. */
-static void reg_stamp(struct epreg *r, const struct conn_stamp *seen)
-{
-	r->unarmed = 1;
-	r->stamp = *seen;
-	r->stamp_tcp = r->tcp;
 }
 
 /* The ends of the stream the watch's edges tell of (bytes a plain peer sent to a

@@ -108,7 +108,7 @@ stat_value() {
 }
 
 run_one() {
-    local name=$1 src=$here/$1.c bin=$out/$1 expect fallbacks ends rundir rc_plain rc_usmc acc recv sent
+    local name=$1 src=$here/$1.c bin=$out/$1 expect fallbacks ends bells rundir rc_plain rc_usmc acc recv sent
     local -a envs
     local plain=$out/$name.plain usmcout=$out/$name.usmc stats=$out/$name.stats
     if [ ! -e "$src" ]; then
@@ -120,6 +120,9 @@ run_one() {
     fallbacks=$(sed -n 's/.*usmc-fallbacks: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
     # Optional: exactly how many connection ends shared memory carried.
     ends=$(sed -n 's/.*usmc-accelerated: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
+    # Optional: at most how many doorbells rang (for a program whose waits find their news
+    # already there, so that no end asks to be rung).
+    bells=$(sed -n 's/.*usmc-doorbells-at-most: *\([0-9][0-9]*\).*/\1/p' "$src" | head -n 1)
     read -ra envs <<<"$(sed -n 's/.*usmc-env: *\(USMC_[A-Z_]*=[^ ]*\( USMC_[A-Z_]*=[^ ]*\)*\).*/\1/p' "$src" | head -n 1)"
     case $expect in
     "accelerated data" | accelerated | none) ;;
@@ -193,6 +196,10 @@ run_one() {
         fi
         if [ -n "$ends" ] && [ "$acc" -ne "$ends" ]; then
             fail "$name" "expected $ends accelerated connection ends, stats say $acc" "$stats"
+            return
+        fi
+        if [ -n "$bells" ] && [ "$(stat_value doorbells "$stats")" -gt "$bells" ]; then
+            fail "$name" "expected at most $bells doorbells, stats say $(stat_value doorbells "$stats")" "$stats"
             return
         fi
         ;;

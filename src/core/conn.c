@@ -878,6 +878,37 @@ void conn_disarm(struct usock *s, short events)
 	}
 }
 
+void conn_arm_wait_begin(struct usock *s)
+{
+	atomic_fetch_add(&s->arm_waits, 1);
+}
+
+void conn_arm_wait_end(struct usock *s)
+{
+	atomic_fetch_sub(&s->arm_waits, 1);
+}
+
+uint32_t conn_arm_gen(struct usock *s)
+{
+	return atomic_load_explicit(&s->rx.sh->cons_wait, memory_order_relaxed);
+}
+
+int conn_unarm(struct usock *s, uint32_t gen)
+{
+	int done = 0;
+
+	/* A waiter counts itself before it arms (both sequentially consistent):
+	 * one counted too late for us arms after our look, so a new generation
+	 * fails the exchange or follows it. The lock keeps the end from being
+	 * shared with other processes meanwhile; one busy is left alone. */
+	if (pthread_mutex_trylock(&s->rx_lock) != 0)
+		return 0;
+	if (!s->hold && atomic_load(&s->mode) == MODE_SHM && !atomic_load(&s->arm_waits))
+		done = atomic_compare_exchange_strong(&s->rx.sh->cons_wait, &gen, gen + 1);
+	pthread_mutex_unlock(&s->rx_lock);
+	return done;
+}
+
 /* How often a thread asleep on its futex looks at the TCP socket and the link
  * group's channel anyway: a peer killed outright rings nothing, but its FIN and
  * its channel's hang-up arrive, and are seen within this time. */
@@ -912,10 +943,12 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 
 	if (deadline && deadline - now < slice)
 		slice = deadline > now ? deadline - now : 0;
+	conn_arm_wait_begin(s);
 	atomic_fetch_or_explicit(how, RING_WAKE_FUTEX, memory_order_relaxed);
 	ring_arm(wait);
 	if (shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
+		conn_arm_wait_end(s);
 		return 0;
 	}
 	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
@@ -927,6 +960,7 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 	op_lock(s, d);
 	atomic_fetch_and_explicit(how, ~RING_WAKE_FUTEX, memory_order_relaxed);
 	conn_disarm(s, events);
+	conn_arm_wait_end(s);
 	if (r == 0 || e == EAGAIN)
 		return 0;
 	if (e == EINTR)
@@ -1075,10 +1109,12 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 		pf[0].events |= POLLOUT;
 	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
 	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
+	conn_arm_wait_begin(s);
 	if (s->connected)
 		arm_bell(s, events);
 	if (shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
+		conn_arm_wait_end(s);
 		return 0;
 	}
 	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
@@ -1088,6 +1124,7 @@ static int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, i
 	int e = errno;
 	op_lock(s, d);
 	conn_disarm(s, events);
+	conn_arm_wait_end(s);
 	if (r < 0) {
 		if (e == EINTR && !has_timeout && signal_wait_restart())
 			return 0;

@@ -85,6 +85,9 @@ struct usock {
 	_Atomic uint64_t proposals_seen;
 	int accept_ep;              /* listener: what a blocking accept() waits in (accept.h) */
 	struct epreg *regs;         /* epoll registrations naming this socket */
+	/* Blocking calls and poll() calls asleep on the arm they made: until they
+	 * wake, no epoll wait may take the arm back (conn_unarm). */
+	_Atomic int arm_waits;
 	/* Registrations made while it was an unconnected socket (the application's
 	 * instances hold them for real): connect() moves them to shadows. */
 	struct epoll_early *early;
@@ -157,6 +160,18 @@ short conn_poll_prepare(struct usock *s, short events);
 short conn_revents(struct usock *s, int fd, short events, short tcp_revents);
 int conn_arm(struct usock *s, int fd, short events);
 void conn_disarm(struct usock *s, short events);
+/* A poll() relies on its arms from conn_arm() until it wakes: it says so around
+ * its sleep. */
+void conn_arm_wait_begin(struct usock *s);
+void conn_arm_wait_end(struct usock *s);
+/* An epoll wait that armed a socket's input to sleep, back awake, takes the arm
+ * back when nothing else relies on it: no blocking call or poll() asleep on the
+ * socket, no other process holding it, and no other arm since (gen, read by
+ * conn_arm_gen() after arming). Until the wait sleeps again, the peer then
+ * rings nothing for the socket; the wait looks at its stamp instead. Returns
+ * whether it did. */
+uint32_t conn_arm_gen(struct usock *s);
+int conn_unarm(struct usock *s, uint32_t gen);
 /* What has happened on a connection so far, as far as readiness for events can
  * tell: the peer's cursors for the directions asked for, and how the stream
  * ended (CONN_END_*). Any such event makes it change; it never changes back.

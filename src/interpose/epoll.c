@@ -78,6 +78,10 @@ struct epreg {
 	struct epreg *collect_next;
 	struct epreg *sock_next, *all_next;
 	struct epreg **all_pprev;   /* what points at it in sh->all: unlinking is O(1) */
+	/* Armed by a wait that went to sleep, with the generation it armed: on
+	 * sh->dozed until a wait back awake takes the arm back (unarm_dozed). */
+	struct epreg *dozed_next, **dozed_pprev;
+	uint32_t dozed_gen;
 };
 
 struct epshadow {
@@ -98,6 +102,7 @@ struct epshadow {
 	_Atomic int bws_dead;   /* of them, removed by epoll_bell_gone */
 	_Atomic uint64_t looked_ns; /* when a wait last looked at the application's instance */
 	_Atomic int dozers;  /* of the sleepers, those that armed to sleep in the kernel */
+	struct epreg *dozed; /* registrations they armed, under lock */
 };
 
 /* A parked entry heard this many rings (those its connection's peer made late,
@@ -400,6 +405,16 @@ static int watch(struct epreg *r, int op)
 	return 0;
 }
 
+static void dozed_unlink(struct epreg *r)
+{
+	if (!r->dozed_pprev)
+		return;
+	*r->dozed_pprev = r->dozed_next;
+	if (r->dozed_next)
+		r->dozed_next->dozed_pprev = r->dozed_pprev;
+	r->dozed_pprev = NULL;
+}
+
 static void reg_free(struct epreg *r)
 {
 	usock_put(r->s);
@@ -420,6 +435,7 @@ static void reg_unlink(struct epshadow *sh, struct epreg *r)
 	if (r->all_next)
 		r->all_next->all_pprev = r->all_pprev;
 	ready_unlink(sh, r);
+	dozed_unlink(r);
 }
 
 static void kick(struct epshadow *sh)
@@ -794,6 +810,60 @@ static int reg_unchanged(const struct epreg *r, const struct conn_stamp *seen)
 	       (seen->ends | tcp_ends(r->tcp)) == (r->stamp.ends | tcp_ends(r->stamp_tcp));
 }
 
+/* A wait going to sleep armed r, which it found as seen (nothing new, or not
+ * ready): noted, so that the wait, back awake, can take the arm back. Only
+ * input on an attached socket: an arm for room covers the other ring too. */
+static void dozed_note(struct epshadow *sh, struct epreg *r, const struct conn_stamp *seen)
+{
+	if ((reg_want(r) & EPOLLOUT) || atomic_load(&r->s->mode) != MODE_SHM)
+		return;
+	r->stamp = *seen;
+	r->stamp_tcp = r->tcp;
+	r->dozed_gen = conn_arm_gen(r->s);
+	if (r->dozed_pprev)
+		return;
+	r->dozed_next = sh->dozed;
+	r->dozed_pprev = &sh->dozed;
+	if (sh->dozed)
+		sh->dozed->dozed_pprev = &r->dozed_next;
+	sh->dozed = r;
+}
+
+/* Back from a sleep: the registrations the sleep armed that nothing has
+ * reported since go back to the ready list unarmed, looked at by their stamps,
+ * as before the sleep. Left armed, each would cost its peer a ring for its next
+ * bytes, while we are awake: a loop that sleeps now and then with hundreds of
+ * connections in flight (redis-benchmark, redis) made its peer ring hundreds of
+ * times for every sleep. Only the last thread awake does it (the others sleep
+ * on these arms), and only for a socket that no other set, blocking call or
+ * process waits on. Called with sh->lock held. */
+static void unarm_dozed(struct epshadow *sh)
+{
+	struct epreg *r;
+
+	if (atomic_load(&sh->dozers))
+		return;
+	while ((r = sh->dozed)) {
+		dozed_unlink(r);
+		if (r->deleted || r->disabled || r->plain)
+			continue;
+		struct usock *s = r->s;
+		pthread_mutex_lock(&s->lock);
+		int alone = s->regs == r && !r->sock_next;
+		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_lock(&sh->ready_lock);
+		/* Queued: it rang, or was looked at already. */
+		int untouched = !r->queued && !r->unarmed;
+		pthread_mutex_unlock(&sh->ready_lock);
+		if (!alone || !untouched || !conn_unarm(s, r->dozed_gen))
+			continue;
+		pthread_mutex_lock(&sh->ready_lock);
+		r->unarmed = 1;
+		pthread_mutex_unlock(&sh->ready_lock);
+		ready_push(sh, r);
+	}
+}
+
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
  * caller is about to sleep, so the registrations left unarmed that saw nothing
  * new are armed now (else they stay on the ready list, looked at by stamp). */
@@ -844,6 +914,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			conn_stamp(s, want, &seen);
 			if (reg_unchanged(r, &seen)) {
 				r->unarmed = 0;
+				dozed_note(sh, r, &r->stamp);
 				continue;
 			}
 		}
@@ -873,6 +944,8 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			if (conn_pending(s) || conn_arm(s, r->fd, want)) {
 				keep_ready(&keep, r);
 				sh->recheck = 1;
+			} else if (arm) {
+				dozed_note(sh, r, &seen);
 			}
 			continue;
 		}
@@ -1021,8 +1094,12 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		}
 		if (!m && kernel_look_due(sh, n, maxevents, sigmask))
 			m = kernel_look(sh, events + n, maxevents - n, tmo, sigmask);
-		if (doze)
+		if (doze) {
 			atomic_fetch_sub(&sh->dozers, 1);
+			pthread_mutex_lock(&sh->lock);
+			unarm_dozed(sh);
+			pthread_mutex_unlock(&sh->lock);
+		}
 		atomic_fetch_sub(&sh->sleepers, 1);
 		if (m < 0)
 			return n ? n : -1;

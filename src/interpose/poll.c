@@ -100,10 +100,15 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
 		if (r == CONN_LOOK_NEWS)
 			r = 1;
-		if (!r && sleep)
-			for (nfds_t i = 0; i < n; i++)
-				if (acc[i] && conn_arm(acc[i], fds[i].fd, fds[i].events))
+		int armed = !r && sleep;
+		if (armed)
+			for (nfds_t i = 0; i < n; i++) {
+				if (!acc[i])
+					continue;
+				conn_arm_wait_begin(acc[i]);
+				if (conn_arm(acc[i], fds[i].fd, fds[i].events))
 					sleep = 0;
+			}
 		if (sleep && (tmo || pending)) {
 			/* A client waiting for its attach is looked at again soon: a
 			 * decline by the registry or a plain peer rings no bell. */
@@ -116,8 +121,11 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		if (!r)
 			r = real.ppoll(p, sleep ? k : n, sleep ? t : &zero, mask);
 		for (nfds_t i = 0; i < n; i++)
-			if (acc[i])
+			if (acc[i]) {
 				conn_disarm(acc[i], fds[i].events);
+				if (armed)
+					conn_arm_wait_end(acc[i]);
+			}
 		if (r < 0)
 			break;
 		if (sleep)

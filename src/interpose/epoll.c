@@ -82,6 +82,9 @@ struct epreg {
 	 * sh->dozed until a wait back awake takes the arm back (unarm_dozed). */
 	struct epreg *dozed_next, **dozed_pprev;
 	uint32_t dozed_gen;
+	/* Its arm was taken back, and nothing has happened on it since: the next
+	 * sleep arms it for good (an idle connection costs no wait anything). */
+	int undone;
 };
 
 struct epshadow {
@@ -834,9 +837,11 @@ static void dozed_note(struct epshadow *sh, struct epreg *r, const struct conn_s
  * as before the sleep. Left armed, each would cost its peer a ring for its next
  * bytes, while we are awake: a loop that sleeps now and then with hundreds of
  * connections in flight (redis-benchmark, redis) made its peer ring hundreds of
- * times for every sleep. Only the last thread awake does it (the others sleep
- * on these arms), and only for a socket that no other set, blocking call or
- * process waits on. Called with sh->lock held. */
+ * times for every sleep. One that stays quiet until the next sleep is armed for
+ * good then: thousands of idle connections would otherwise be looked at by
+ * every wait. Only the last thread awake does it (the others sleep on these
+ * arms), and only for a socket that no other set, blocking call or process
+ * waits on. Called with sh->lock held. */
 static void unarm_dozed(struct epshadow *sh)
 {
 	struct epreg *r;
@@ -860,6 +865,7 @@ static void unarm_dozed(struct epshadow *sh)
 		pthread_mutex_lock(&sh->ready_lock);
 		r->unarmed = 1;
 		pthread_mutex_unlock(&sh->ready_lock);
+		r->undone = 1;
 		ready_push(sh, r);
 	}
 }
@@ -914,11 +920,13 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			conn_stamp(s, want, &seen);
 			if (reg_unchanged(r, &seen)) {
 				r->unarmed = 0;
-				dozed_note(sh, r, &r->stamp);
+				if (!r->undone)
+					dozed_note(sh, r, &r->stamp);
 				continue;
 			}
 		}
 		r->unarmed = 0;
+		r->undone = 0;
 		short got = conn_revents(s, r->fd, want, reg_tcp_state(r));
 		if (!conn_accel(s)) {
 			reg_to_real(sh, r);

@@ -903,7 +903,7 @@ int conn_unarm(struct usock *s, uint32_t gen)
 	 * shared with other processes meanwhile; one busy is left alone. */
 	if (pthread_mutex_trylock(&s->rx_lock) != 0)
 		return 0;
-	if (!s->hold && atomic_load(&s->mode) == MODE_SHM && !atomic_load(&s->arm_waits))
+	if (!s->hold && conn_attached(s) && !atomic_load(&s->arm_waits))
 		done = atomic_compare_exchange_strong(&s->rx.sh->cons_wait, &gen, gen + 1);
 	pthread_mutex_unlock(&s->rx_lock);
 	return done;
@@ -1023,6 +1023,7 @@ static int spin(struct usock *s, short events)
 
 	op_unlock(s, d);
 	while (now - start < limit && (pending || closing || now - moved < idle)) {
+		/* events is one direction, so shm_ready() reads only e. */
 		r = shm_ready(s, &e, &e, events) != 0;
 		if (r)
 			break;
@@ -1650,7 +1651,7 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 {
 	struct stat st;
 
-	if (mode_of(s) != MODE_SHM || !s->seg.hdr || atomic_load(&s->peer_gone) ||
+	if (!conn_attached(s) || !s->seg.hdr || atomic_load(&s->peer_gone) ||
 	    fstat(fd, &st) < 0)
 		return -1;
 	mark_handed(s);

@@ -231,6 +231,12 @@ static inline int conn_listening(struct usock *s)
 	return s->registered && atomic_load_explicit(&s->mode, memory_order_acquire) == MODE_LISTEN;
 }
 
+/* Both ends attached: every byte goes through the rings. */
+static inline int conn_attached(struct usock *s)
+{
+	return atomic_load_explicit(&s->mode, memory_order_acquire) == MODE_SHM;
+}
+
 static inline int conn_accel(struct usock *s)
 {
 	int m = atomic_load_explicit(&s->mode, memory_order_acquire);

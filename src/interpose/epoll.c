@@ -492,7 +492,7 @@ static void check_now(struct epshadow *sh, struct epreg *r)
 	struct conn_stamp seen;
 	/* Only an attached socket waits stamped: the stamp tells nothing of a
 	 * connect() or an attach that ends. */
-	int attached = r->s->connected && atomic_load(&r->s->mode) == MODE_SHM;
+	int attached = r->s->connected && conn_attached(r->s);
 
 	/* Taken before looking: whatever happens after it is news. */
 	conn_stamp(r->s, want, &seen);
@@ -818,7 +818,7 @@ static int reg_unchanged(const struct epreg *r, const struct conn_stamp *seen)
  * input on an attached socket: an arm for room covers the other ring too. */
 static void dozed_note(struct epshadow *sh, struct epreg *r, const struct conn_stamp *seen)
 {
-	if ((reg_want(r) & EPOLLOUT) || atomic_load(&r->s->mode) != MODE_SHM)
+	if ((reg_want(r) & EPOLLOUT) || !conn_attached(r->s))
 		return;
 	r->stamp = *seen;
 	r->stamp_tcp = r->tcp;

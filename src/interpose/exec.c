@@ -55,7 +55,7 @@ static void collect(int fd, struct obj *o)
 	if (!s || ho.n == HANDOVER_MAX || (fl = real.fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
 		return;
 	conn_settle(s, fd);
-	if (atomic_load(&s->mode) != MODE_SHM)
+	if (!conn_attached(s))
 		return;
 	for (uint32_t i = 0; i < ho.n; i++)
 		if (ho.owner[i] == s)

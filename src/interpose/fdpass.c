@@ -116,7 +116,7 @@ ssize_t fdpass_sendmsg(int fd, const struct msghdr *m, int flags)
 		}
 		if (s)
 			conn_settle(s, fds[i]);
-		if (s && atomic_load(&s->mode) == MODE_SHM && (n || peer_runs_usmc(fd)) &&
+		if (s && conn_attached(s) && (n || peer_runs_usmc(fd)) &&
 		    conn_share(s) == 0) {
 			if (conn_export(s, i, &x[n]) == 0) {
 				shared[n++] = s;

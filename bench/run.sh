@@ -277,8 +277,9 @@ median_ratio() {
 }
 
 # paired_range WORKLOAD CASE MODE REFCASE REFMODE: the lowest and highest of MODE's figure over
-# REFMODE's taken repetition by repetition: one pass over the modes measures both within
-# seconds, so what the machine's drift does to the ratio of medians shows here
+# REFMODE's taken repetition by repetition. In one case, one pass over the modes measures both
+# within seconds of each other, so what the machine's drift does to the ratio of medians shows
+# here; a reference in another case is the same repetition of that case.
 paired_range() {
     paste <(values "$1" "$2" "$3") <(values "$1" "$4" "$5") | awk '
         $1 + 0 > 0 && $2 + 0 > 0 {

@@ -471,13 +471,19 @@ static short reg_tcp_state(const struct epreg *r)
 	return conn_tcp_state(r->s, r->fd, r->tcp);
 }
 
+/* The socket as seen: what the next look compares with (reg_unchanged). */
+static void reg_seen(struct epreg *r, const struct conn_stamp *seen)
+{
+	r->stamp = *seen;
+	r->stamp_tcp = r->tcp;
+}
+
 /* A registration left on the ready list unarmed, with the socket as seen then:
  * the next wait looks whether anything happened since. */
 static void reg_stamp(struct epreg *r, const struct conn_stamp *seen)
 {
 	r->unarmed = 1;
-	r->stamp = *seen;
-	r->stamp_tcp = r->tcp;
+	reg_seen(r, seen);
 }
 
 /* A registration that is ready already must wake a thread sleeping in
@@ -820,8 +826,7 @@ static void dozed_note(struct epshadow *sh, struct epreg *r, const struct conn_s
 {
 	if ((reg_want(r) & EPOLLOUT) || !conn_attached(r->s))
 		return;
-	r->stamp = *seen;
-	r->stamp_tcp = r->tcp;
+	reg_seen(r, seen);
 	r->dozed_gen = conn_arm_gen(r->s);
 	if (r->dozed_pprev)
 		return;

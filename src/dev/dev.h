@@ -1,5 +1,5 @@
 /* A device moves bytes between two endpoints through memory both can map.
- * Connection logic (lgr.c, conn.c) sees a device only through this table, so a
+ * Connection logic (lgr.c, conn_wake.c) sees a device only through this table, so a
  * device for VMs sharing one region can replace the local one without touching it. */
 #ifndef USMC_DEV_H
 #define USMC_DEV_H

@@ -1,0 +1,176 @@
+/* What the pieces of a connection (conn*.c) share. The helpers on the paths every
+ * send, receive and readiness look takes are inline here, so that keeping each
+ * concept in its own file costs those paths no call. */
+#ifndef USMC_CONN_INT_H
+#define USMC_CONN_INT_H
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "sys.h"
+
+/* ------------------------------------------------------------ conn.c */
+
+static inline int mode_of(struct usock *s)
+{
+	return atomic_load_explicit(&s->mode, memory_order_acquire);
+}
+
+/* A data operation's hold on one direction: this process's lock, then, once the
+ * connection is shared after fork, the holders' lock with the state loaded. */
+static inline void op_lock(struct usock *s, enum hold_dir d)
+{
+	struct ring_end *e = d == HOLD_TX ? &s->tx : &s->rx;
+
+	pthread_mutex_lock(d == HOLD_TX ? &s->tx_lock : &s->rx_lock);
+	if (s->hold)
+		holders_lock(s->hold, d, e);
+}
+
+static inline void op_unlock(struct usock *s, enum hold_dir d)
+{
+	if (s->hold)
+		holders_unlock(s->hold, d, d == HOLD_TX ? &s->tx : &s->rx);
+	pthread_mutex_unlock(d == HOLD_TX ? &s->tx_lock : &s->rx_lock);
+}
+
+/* A direction view() left alone: another operation holds its lock. */
+#define VIEW_BUSY(d) (1u << (d))
+
+unsigned view(struct usock *s, struct ring_end *tx, struct ring_end *rx, int wait);
+void rings_setup(struct usock *s);
+void shm_teardown(struct usock *s, int clean);
+void conn_abort(struct usock *s, int fd);
+
+/* ------------------------------------------------------------ conn_setup.c */
+
+static inline int check_connected(struct usock *s, int fd)
+{
+	if (s->connected)
+		return 1;
+	struct pollfd pf = {fd, POLLOUT, 0};
+	if (real.poll(&pf, 1, 0) == 1 && (pf.revents & POLLOUT) && !(pf.revents & POLLERR)) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+		if (real.getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && !err)
+			s->connected = 1;
+	}
+	return s->connected;
+}
+
+int tcp_has_something(int fd);
+
+/* ------------------------------------------------------------ conn_wake.c */
+
+static inline long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+	/* Not FUTEX_PRIVATE: the word lives in memory shared with another process. */
+	return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick);
+
+/* Producer side: data was published or the stream ended. */
+static inline void notify_data(struct usock *s)
+{
+	if (ring_should_ring(&s->tx.sh->cons_wait, &s->tx.last_rung))
+		wake(s, &s->tx.sh->cons_how, &s->tx.sh->prod_kick);
+}
+
+/* Consumer side: room was made, or nobody will read any more. */
+static inline void notify_space(struct usock *s)
+{
+	if (ring_should_ring(&s->rx.sh->prod_wait, &s->rx.last_rung))
+		wake(s, &s->rx.sh->prod_how, &s->rx.sh->cons_kick);
+}
+
+void bell_take(struct usock *s, int bell);
+void arm_bell(struct usock *s, short events);
+
+/* ------------------------------------------------------------ conn_wait.c */
+
+/* The core this side last ran on, for the peer's spin: nobody spins against a
+ * peer on its own core. */
+static inline void note_cpu(_Atomic uint32_t *mine)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu >= 0 && atomic_load_explicit(mine, memory_order_relaxed) != (uint32_t)cpu)
+		atomic_store_explicit(mine, (uint32_t)cpu, memory_order_relaxed);
+}
+
+int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout);
+
+/* ------------------------------------------------------------ conn_ready.c, conn_close.c */
+
+/* Writes go to the kernel socket once shared memory cannot take them any more:
+ * after our own shutdown, or when the peer closed or died. The kernel then gives
+ * exactly TCP's answer (EPIPE, SIGPIPE, RST from the peer's closed socket). */
+static inline int writes_to_tcp(struct usock *s)
+{
+	return s->shut_wr || atomic_load(&s->peer_gone) ||
+	       (atomic_load_explicit(&s->tx.sh->cons_flags, memory_order_acquire) &
+		RING_CF_CLOSED);
+}
+
+/* The peer's end was an RST: its close said so, or its process died with bytes
+ * of ours unread and we reset the connection in its stead. */
+static inline int peer_sent_rst(struct usock *s)
+{
+	return (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) & RING_PF_RST) ||
+	       atomic_load(&s->peer_end) == PEER_END_RESET;
+}
+
+static inline int eof_possible(struct usock *s)
+{
+	return s->shut_rd || atomic_load(&s->tcp_event) ||
+	       (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
+		RING_PF_SHUT_WR);
+}
+
+static inline int writable(const struct ring_end *tx, uint64_t space)
+{
+	return space * 3 >= tx->cap;
+}
+
+/* Events satisfied by shared memory alone (no system call), as tx and rx (ours,
+ * under the operation's lock, or a view) show them. */
+static inline short shm_ready(struct usock *s, struct ring_end *tx, struct ring_end *rx,
+			      short events)
+{
+	uint64_t n;
+	short r = 0;
+
+	if (!s->connected)
+		return 0;
+	if (events & POLLIN) {
+		if (ring_avail(rx, &n) < 0 || n || eof_possible(s))
+			r |= POLLIN;
+	}
+	if (events & POLLOUT) {
+		if (writes_to_tcp(s) || ring_space(tx, &n) < 0 || writable(tx, n))
+			r |= POLLOUT;
+	}
+	return r;
+}
+
+int reset_if_peer_died(struct usock *s, int fd);
+
+/* ------------------------------------------------------------ conn_tx.c, conn_rx.c */
+
+static inline size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* ------------------------------------------------------------ conn_share.c */
+
+void mark_handed(struct usock *s);
+#endif

@@ -1,0 +1,157 @@
+/* Receiving, as smc_rx.c does for the kernel: bytes come out of the ring, and
+ * its end is told from the peer's flags, or from the TCP socket when they are
+ * not enough. */
+#include "conn.h"
+
+#include <errno.h>
+
+#include "conn_int.h"
+#include "stats.h"
+
+static ssize_t plain_recvmsg(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	return real.recvmsg(fd, &mh, flags);
+}
+
+ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = iov_total(iov, iovcnt), done = 0;
+	uint64_t deadline = 0, avail;
+	int nb = s->nonblock || (flags & MSG_DONTWAIT);
+	int peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
+
+	if (flags & MSG_OOB) {
+		stat_add(STAT_OOB_CALLS, 1);
+		errno = EINVAL; /* as TCP says when no urgent byte is pending */
+		return -1;
+	}
+	op_lock(s, HOLD_RX);
+	for (;;) {
+		if (mode_of(s) == MODE_PENDING && s->connected)
+			conn_pending_check(s, fd);
+		if (!conn_accel(s))
+			goto tcp;
+		if (!check_connected(s, fd)) {
+			if (nb) {
+				errno = EAGAIN;
+				goto fail;
+			}
+			struct pollfd pf = {fd, POLLOUT, 0};
+			real.poll(&pf, 1, -1);
+			if (pf.revents & (POLLERR | POLLHUP))
+				goto tcp;
+			continue;
+		}
+		if (ring_avail(&s->rx, &avail) < 0) {
+			conn_abort(s, fd);
+			if (done)
+				break;
+			errno = ECONNRESET;
+			goto fail;
+		}
+		if (want == 0 && (avail || nb))
+			break; /* TCP: a zero-length read returns at once unless it must wait */
+		if (avail && want) {
+			size_t n = want - done < avail ? want - done : (size_t)avail;
+			ring_peek(&s->rx, 0, iov, iovcnt, done, n);
+			done += n;
+			if (!peek) {
+				ring_consume(&s->rx, n);
+				note_cpu(&s->rx.sh->cons_cpu);
+				stat_add(STAT_BYTES_RECV, n);
+				/* Waking a writer for a sliver of room only to sleep
+				 * again wastes two system calls: wait for a third. */
+				if ((s->rx.size - (avail - n)) * 3 >= s->rx.size)
+					notify_space(s);
+			}
+			if (!waitall || done == want)
+				break;
+			continue;
+		}
+		if (eof_possible(s)) {
+			if (s->shut_rd)
+				break;
+			/* Bytes published before the flag are visible now; look again. */
+			if (ring_avail(&s->rx, &avail) == 0 && avail)
+				continue;
+			/* A peer that ends with FIN sent it before it said so: EOF now,
+			 * without asking the kernel. Without the mark, an RST may be
+			 * coming: TCP decides. */
+			if ((atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
+			     (RING_PF_SHUT_WR | RING_PF_FIN)) == (RING_PF_SHUT_WR | RING_PF_FIN) &&
+			    !atomic_load(&s->tcp_event))
+				break;
+			reset_if_peer_died(s, fd);
+			char c;
+			ssize_t r = real.recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (r == 0)
+				break;
+			if (r > 0) {
+				/* Payload on the TCP socket of an attached connection: the
+				 * peer broke the protocol, and the stream cannot be trusted. */
+				conn_abort(s, fd);
+				if (done)
+					break;
+				errno = ECONNRESET;
+				goto fail;
+			}
+			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+				/* After its reset's error, a dropped socket is no longer
+				 * connected; TCP's answers end of file. */
+				if (done || (errno == ENOTCONN &&
+					     atomic_load(&s->peer_end) == PEER_END_RESET))
+					break;
+				/* Consume the error from the kernel exactly once, as TCP does. */
+				int e = errno;
+				real.recv(fd, &c, 1, MSG_DONTWAIT);
+				errno = e;
+				goto fail;
+			}
+		}
+		if (done && !waitall)
+			break;
+		if (nb) {
+			if (done)
+				break;
+			errno = EAGAIN;
+			goto fail;
+		}
+		if (!deadline)
+			deadline = sys_deadline(&s->rcvtimeo);
+		int w = conn_wait(s, fd, POLLIN, deadline, deadline != 0);
+		if (w == -ETIMEDOUT || w == -EINTR) {
+			if (done)
+				break;
+			errno = w == -ETIMEDOUT ? EAGAIN : EINTR;
+			goto fail;
+		}
+	}
+	op_unlock(s, HOLD_RX);
+	if (done)
+		stat_add(STAT_RECV_CALLS, 1);
+	return (ssize_t)done;
+tcp:
+	op_unlock(s, HOLD_RX);
+	if (done)
+		return (ssize_t)done;
+	return plain_recvmsg(fd, iov, iovcnt, flags);
+fail:
+	op_unlock(s, HOLD_RX);
+	return -1;
+}
+
+int conn_fionread(struct usock *s, int fd, int *out)
+{
+	uint64_t avail;
+	struct ring_end tx, rx;
+
+	view(s, &tx, &rx, 1);
+	if (ring_avail(&rx, &avail) < 0) {
+		conn_abort(s, fd);
+		errno = ECONNRESET;
+		return -1;
+	}
+	*out = avail > 0x7fffffff ? 0x7fffffff : (int)avail;
+	return 0;
+}

@@ -1,0 +1,148 @@
+/* Sending, as smc_tx.c does for the kernel: bytes go into the ring, or to the
+ * TCP socket once the ring cannot take them any more. */
+#include "conn.h"
+
+#include <errno.h>
+
+#include "conn_int.h"
+#include "stats.h"
+
+#define PUBLISH_CHUNK (16u << 10)
+
+static ssize_t plain_sendmsg(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	return real.sendmsg(fd, &mh, flags);
+}
+
+/* The part of iov after skip bytes, in at most max entries. */
+static int iov_rest(const struct iovec *iov, int iovcnt, size_t skip, struct iovec *out, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < iovcnt && k < max; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		out[k].iov_base = (char *)iov[i].iov_base + skip;
+		out[k++].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+	}
+	return k;
+}
+
+ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = iov_total(iov, iovcnt), done = 0;
+	uint64_t deadline = 0;
+	int nb = s->nonblock || (flags & MSG_DONTWAIT), counted_full = 0;
+
+	if (flags & MSG_OOB) {
+		/* Urgent data has no place in a byte ring. */
+		stat_add(STAT_OOB_CALLS, 1);
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	op_lock(s, HOLD_TX);
+	for (;;) {
+		if (mode_of(s) == MODE_PENDING && s->connected)
+			conn_pending_check(s, fd);
+		if (!conn_accel(s))
+			goto tcp;
+		if (!check_connected(s, fd)) {
+			struct pollfd pf = {fd, POLLOUT, 0};
+			if (real.poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP)))
+				goto tcp; /* the connect failed: let the kernel say how */
+			if (nb) {
+				errno = EAGAIN;
+				goto fail;
+			}
+			real.poll(&pf, 1, -1);
+			continue;
+		}
+		if (writes_to_tcp(s)) {
+			/* Before the kernel answers for a dead peer's socket. */
+			if (atomic_load(&s->peer_gone))
+				reset_if_peer_died(s, fd);
+			goto tcp;
+		}
+		/* The consumer's cursor is read only when what it said last is not
+		 * room enough. */
+		uint64_t space = ring_room(&s->tx);
+		if (space < want - done && ring_space(&s->tx, &space) < 0) {
+			conn_abort(s, fd);
+			errno = ECONNRESET;
+			goto fail;
+		}
+		if (space && done < want) {
+			size_t n = want - done < space ? want - done : (size_t)space;
+			/* Publish large writes in pieces, so the reader copies out one
+			 * piece while we copy in the next. */
+			if (n > PUBLISH_CHUNK)
+				n = PUBLISH_CHUNK;
+			ring_produce(&s->tx, iov, iovcnt, done, n);
+			note_cpu(&s->tx.sh->prod_cpu);
+			done += n;
+			stat_add(STAT_BYTES_SENT, n);
+			notify_data(s);
+			if (done == want)
+				break;
+			continue;
+		}
+		if (done == want)
+			break;
+		if (!counted_full++)
+			stat_add(STAT_RING_FULL, 1);
+		if (nb) {
+			if (done)
+				break;
+			errno = EAGAIN;
+			goto fail;
+		}
+		if (!deadline)
+			deadline = sys_deadline(&s->sndtimeo);
+		int w = conn_wait(s, fd, POLLOUT, deadline, deadline != 0);
+		if (w == -ETIMEDOUT || w == -EINTR) {
+			if (done)
+				break;
+			errno = w == -ETIMEDOUT ? EAGAIN : EINTR;
+			goto fail;
+		}
+	}
+	op_unlock(s, HOLD_TX);
+	stat_add(STAT_SEND_CALLS, 1);
+	return (ssize_t)done;
+tcp:
+	op_unlock(s, HOLD_TX);
+	/* Relaxed: a plain store, on every send of a connection that fell back. */
+	atomic_store_explicit(&s->tcp_sent, 1, memory_order_relaxed);
+	if (done) {
+		/* Fell back in the middle of a blocking write: the rest goes on TCP. */
+		if (nb || done == want)
+			return (ssize_t)done;
+		struct iovec rest[64];
+		int k = iov_rest(iov, iovcnt, done, rest, 64);
+		ssize_t r = plain_sendmsg(fd, rest, k, flags);
+		return r > 0 ? (ssize_t)done + r : (ssize_t)done;
+	}
+	return plain_sendmsg(fd, iov, iovcnt, flags);
+fail:
+	op_unlock(s, HOLD_TX);
+	return -1;
+}
+
+int conn_outq(struct usock *s, int fd, int *out)
+{
+	uint64_t space;
+	struct ring_end tx, rx;
+
+	view(s, &tx, &rx, 1);
+	if (ring_space(&tx, &space) < 0) {
+		conn_abort(s, fd);
+		errno = ECONNRESET;
+		return -1;
+	}
+	*out = (int)(tx.cap - space);
+	return 0;
+}

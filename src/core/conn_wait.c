@@ -1,0 +1,235 @@
+/* The wait that sending and receiving share: a blocking call spins while its
+ * peer is busy on another core, then sleeps on a futex (in poll() until the TCP
+ * handshake completes). Event loops spin the same way, through conn_busy_wait(). */
+#include "conn.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+
+#include "config.h"
+#include "conn_int.h"
+#include "hooks.h"
+#include "segment.h"
+
+/* How often a thread asleep on its futex looks at the TCP socket and the link
+ * group's channel anyway: a peer killed outright rings nothing, but its FIN and
+ * its channel's hang-up arrive, and are seen within this time. */
+#define FUTEX_SLICE_NS 200000000ull
+
+/* The peer process's channel hung up: it died, unless its end went to other
+ * processes, which its kernel socket then stays open for. */
+static void channel_hung_up(struct usock *s)
+{
+	if (!((atomic_load(&s->rx.sh->prod_flags) | atomic_load(&s->tx.sh->cons_flags)) &
+	      RING_F_HANDED))
+		atomic_store(&s->peer_gone, 1);
+}
+
+/* The sleep of a blocking call on an attached connection: one futex_wait, no
+ * descriptors. Returns like conn_wait(). */
+static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
+{
+	int in = events & POLLIN;
+	_Atomic uint32_t *how = in ? &s->rx.sh->cons_how : &s->tx.sh->prod_how;
+	_Atomic uint32_t *kick = in ? &s->rx.sh->prod_kick : &s->tx.sh->cons_kick;
+	_Atomic uint32_t *wait = in ? &s->rx.sh->cons_wait : &s->tx.sh->prod_wait;
+	uint32_t k = atomic_load_explicit(kick, memory_order_acquire);
+	uint64_t now = sys_now_ns(), slice = FUTEX_SLICE_NS;
+
+	if (deadline && deadline - now < slice)
+		slice = deadline > now ? deadline - now : 0;
+	conn_arm_wait_begin(s);
+	atomic_fetch_or_explicit(how, RING_WAKE_FUTEX, memory_order_relaxed);
+	ring_arm(wait);
+	if (shm_ready(s, &s->tx, &s->rx, events)) {
+		conn_disarm(s, events);
+		conn_arm_wait_end(s);
+		return 0;
+	}
+	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
+	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
+	signal_wait_begin();
+	op_unlock(s, d);
+	long r = slice ? futex(kick, FUTEX_WAIT, k, &ts) : (errno = ETIMEDOUT, -1);
+	int e = errno;
+	op_lock(s, d);
+	atomic_fetch_and_explicit(how, ~RING_WAKE_FUTEX, memory_order_relaxed);
+	conn_disarm(s, events);
+	conn_arm_wait_end(s);
+	if (r == 0 || e == EAGAIN)
+		return 0;
+	if (e == EINTR)
+		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
+	/* A slice ran out: look for what rings no bell. */
+	struct pollfd pf[2] = {{fd, (short)(in ? POLLIN | POLLRDHUP : 0), 0},
+			       {s->seg.lgr ? s->seg.lgr->ctl : -1, 0, 0}};
+	if (real.poll(pf, 2, 0) > 0) {
+		if (pf[0].revents)
+			atomic_store(&s->tcp_event, 1);
+		if (pf[1].revents & (POLLHUP | POLLERR))
+			channel_hung_up(s);
+	}
+	return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
+}
+
+/* Busy-polling before sleeping. A reader or writer whose peer answers within
+ * USMC_BUSY_POLL_US, or keeps moving its cursor (draining or filling the ring on
+ * another core), wins by spinning rather than sleeping and being woken two
+ * system calls later. Spinning cannot win when the peer runs on our own core
+ * (it would only delay it), so each side publishes the core it last ran on and
+ * nobody spins against a peer on its own. */
+#define SPIN_MAX_NS 50000ull
+
+/* The spin of a blocking call, on a copy of its direction taken under the lock it
+ * holds. The lock is let go for the spin: a non-blocking call or a readiness look
+ * in another thread must neither wait for it nor take it for an operation under
+ * way. What the copy shows ready is only a reason to look again, locked. */
+static int spin(struct usock *s, short events)
+{
+	int in = events == POLLIN;
+	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
+	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
+	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
+	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
+	/* A client waiting for its attach spins up to the limit: the server has
+	 * its connection and attaches soon, and sleeping now would cost the answer
+	 * a futex wake and a wake-up across cores. It does not know the server's
+	 * core yet, so it yields between looks: a server on its own core then runs
+	 * instead of waiting for the spin to end. */
+	int pending = mode_of(s) == MODE_PENDING, yield = pending, closing = 0, cpu, r = 0;
+
+	/* Sleeping waits (no budget) ask for no core either. */
+	if (!idle || cfg.ncpus < 2 || (cpu = sched_getcpu()) < 0 ||
+	    (!pending && atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu))
+		return 0;
+	uint64_t start = sys_now_ns(), now = start, moved = start;
+	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
+	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
+	struct ring_end e = in ? s->rx : s->tx;
+
+	op_unlock(s, d);
+	while (now - start < limit && (pending || closing || now - moved < idle)) {
+		/* events is one direction, so shm_ready() reads only e. */
+		r = shm_ready(s, &e, &e, events) != 0;
+		if (r)
+			break;
+		if (yield)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		if (pending &&
+		    atomic_load_explicit(&s->seg.hdr->state, memory_order_acquire) != SEG_PENDING) {
+			/* Attached: the server's answer is its next step, so the
+			 * attach counts as the peer moving. The room a writer waits
+			 * for grows only once the caller has seen the attach. */
+			if ((r = !in))
+				break;
+			pending = 0;
+			moved = sys_now_ns();
+		}
+		/* The peer is closing: its close, which follows at once, is near. */
+		if (in && !closing)
+			closing = (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_relaxed) &
+				   RING_PF_CLOSING) != 0;
+		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed);
+		now = sys_now_ns();
+		if (c != seen) {
+			seen = c;
+			moved = now;
+		}
+	}
+	op_lock(s, d);
+	return r;
+}
+
+int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
+{
+	uint64_t budget = (uint64_t)cfg.busy_poll_us * 1000ull;
+
+	if (!budget || timeout_ms == 0 || cfg.ncpus < 2)
+		return 0;
+	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
+		budget = (uint64_t)timeout_ms * 1000000ull;
+	uint64_t now = sys_now_ns(), end = now + budget, deep_at = now;
+	int r;
+
+	for (;;) {
+		int deep = now >= deep_at;
+		if ((r = look(arg, deep)))
+			return r;
+		if (deep) {
+			/* Which peer will answer is not known here, so yield after
+			 * the kernel's look: one on our own core then runs instead
+			 * of waiting for our spin to end. */
+			sched_yield();
+			deep_at = sys_now_ns() + CONN_DEEP_LOOK_NS;
+		} else {
+			__builtin_ia32_pause();
+		}
+		if ((now = sys_now_ns()) >= end)
+			return 0;
+	}
+}
+
+/* Sleeps until the doorbell rings, the TCP socket reports something, the link
+ * group's channel speaks or hangs up, or the deadline passes. Returns 0 to
+ * re-check, -ETIMEDOUT or -EINTR. */
+int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
+{
+	struct pollfd pf[3];
+	struct lgr *g = s->seg.lgr;
+	int pending = mode_of(s) == MODE_PENDING;
+
+	uint64_t dl = deadline;
+	if (pending && (!dl || s->recheck_ns < dl))
+		dl = s->recheck_ns;
+	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
+		return 0;
+	if (s->connected && (events == POLLIN || events == POLLOUT)) {
+		/* The attach wakes the futex like data does; what rings nothing (a
+		 * decline, a plain peer) is looked for at the next recheck. */
+		int r = futex_wait_one(s, fd, events, dl, has_timeout);
+		return r == -ETIMEDOUT && dl != deadline ? 0 : r;
+	}
+	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
+	if (!s->connected)
+		pf[0].events |= POLLOUT;
+	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
+	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
+	conn_arm_wait_begin(s);
+	if (s->connected)
+		arm_bell(s, events);
+	if (shm_ready(s, &s->tx, &s->rx, events)) {
+		conn_disarm(s, events);
+		conn_arm_wait_end(s);
+		return 0;
+	}
+	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
+	signal_wait_begin();
+	op_unlock(s, d);
+	int r = real.poll(pf, 3, sys_ms_left(dl));
+	int e = errno;
+	op_lock(s, d);
+	conn_disarm(s, events);
+	conn_arm_wait_end(s);
+	if (r < 0) {
+		if (e == EINTR && !has_timeout && signal_wait_restart())
+			return 0;
+		return -e;
+	}
+	if (r == 0)
+		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
+	if (pf[2].revents)
+		conn_bell_clear(s, NULL);
+	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
+		atomic_store(&s->tcp_event, 1);
+	if (!s->connected && (pf[0].revents & POLLOUT))
+		check_connected(s, fd);
+	if (pf[1].revents) {
+		if (pending)
+			lgr_client_poll(g);
+		if (pf[1].revents & (POLLHUP | POLLERR))
+			channel_hung_up(s);
+	}
+	return 0;
+}

@@ -47,7 +47,7 @@ struct usock {
 	int smc;                    /* created with IPPROTO_SMC (a listener: its connections too) */
 	int server;                 /* accepted side */
 	int nonblock;               /* O_NONBLOCK of the open file, as last set */
-	int connected;              /* the TCP handshake completed */
+	_Atomic int connected;      /* the TCP handshake completed (polls in other threads may see it) */
 	/* Read without the locks by every thread polling or waiting on the socket. */
 	_Atomic int shut_rd, shut_wr;
 	int abortive;               /* SO_LINGER {1, 0}: close sends RST */

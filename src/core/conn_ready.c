@@ -168,12 +168,15 @@ int conn_unarm(struct usock *s, uint32_t gen)
 
 	/* A waiter counts itself before it arms (both sequentially consistent):
 	 * one counted too late for us arms after our look, so a new generation
-	 * fails the exchange or follows it. The lock keeps the end from being
-	 * shared with other processes meanwhile; one busy is left alone. */
-	if (pthread_mutex_trylock(&s->rx_lock) != 0)
+	 * fails the exchange or follows it. The socket's lock keeps the end from
+	 * being shared with other processes meanwhile (conn_share takes it too);
+	 * one busy is left alone. Not the direction's lock: a readiness look in
+	 * another thread takes a direction whose lock is held for one a read is
+	 * working on, and would report input that is not there. */
+	if (pthread_mutex_trylock(&s->lock) != 0)
 		return 0;
 	if (!s->hold && conn_attached(s) && !atomic_load(&s->arm_waits))
 		done = atomic_compare_exchange_strong(&s->rx.sh->cons_wait, &gen, gen + 1);
-	pthread_mutex_unlock(&s->rx_lock);
+	pthread_mutex_unlock(&s->lock);
 	return done;
 }

@@ -268,7 +268,6 @@ int conn_listen(struct usock *s, int fd, int backlog)
 static void become_shm(struct usock *s, int fd)
 {
 	lgr_unpend(s);
-	s->tx.cap = s->tx.size;
 	atomic_store(&s->mode, MODE_SHM);
 	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
 	socktab_note(fd, s);

@@ -35,8 +35,12 @@ int conn_share(struct usock *s)
 	pthread_mutex_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->rx_lock);
 	mark_handed(s);
+	/* And the socket's, under which an epoll wait takes an arm back only
+	 * from an end no other process holds (conn_unarm). */
+	pthread_mutex_lock(&s->lock);
 	if (!s->hold)
 		s->hold = holders_new(&s->tx, &s->rx, &s->hold_fd);
+	pthread_mutex_unlock(&s->lock);
 	if (s->hold)
 		holders_add(s->hold);
 	pthread_mutex_unlock(&s->rx_lock);

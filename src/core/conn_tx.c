@@ -50,6 +50,11 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			conn_pending_check(s, fd);
 		if (!conn_accel(s))
 			goto tcp;
+		/* Attached: the window of a pending connection no longer holds.
+		 * Widened here, under the writer's lock, which readiness copies the
+		 * ring under (the attach is seen under another). */
+		if (s->tx.cap != s->tx.size && conn_attached(s))
+			s->tx.cap = s->tx.size;
 		if (!check_connected(s, fd)) {
 			struct pollfd pf = {fd, POLLOUT, 0};
 			if (real.poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP)))

@@ -10,7 +10,17 @@
  *
  * A set watching an accelerated listener also watches this process's handoff
  * socket in its private instance, so that a sibling asking for a proposal we
- * hold is answered while the application sleeps (handoff.h). */
+ * hold is answered while the application sleeps (handoff.h).
+ *
+ * The marker must never reach the application, whatever descriptor number or
+ * thread its wait comes through. So a set has its state from epoll_create() on,
+ * and every number the set gets (dup, dup2, dup3, F_DUPFD) names that state;
+ * every wait on any epoll descriptor goes through sift(), which takes anything
+ * that looks like a marker out of what the kernel returned; and the marker is
+ * no pointer but a value no application address has, so that a marker sift
+ * cannot place (another process's: a set passed on, or kept across exec) is
+ * dropped. It stays level-triggered: a waiter in another process must not take
+ * the edge the set's own waiters need. */
 #include "epoll.h"
 
 #include <errno.h>
@@ -21,12 +31,15 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/handoff.h"
 #include "../core/hooks.h"
 #include "../core/sys.h"
 #include "fdtab.h"
+#include "init.h"
 
 struct epshadow;
 struct epreg;
@@ -61,7 +74,7 @@ struct epreg {
 	int deleted;        /* EPOLL_CTL_DEL: kept watched, so a later ADD costs nothing */
 	int queued;         /* on sh->ready */
 	uint64_t reported;  /* the wait call that last reported it */
-	int plain;          /* the socket fell back: move it to the real instance */
+	_Atomic int plain;  /* the socket fell back: move it to the real instance */
 	struct bellwatch *bw; /* its doorbell's entry in the private instance */
 	/* Edge-triggered and reported, not armed yet: the next wait looks whether
 	 * anything happened since (stamp), which costs the peer no ring while the
@@ -89,8 +102,15 @@ struct epreg {
 
 struct epshadow {
 	struct obj o;
-	int epfd;
 	int ifd;             /* private instance, -1 until an accelerated socket joins */
+	/* The marker's data in the application's instance (mark_make), and whether it
+	 * is there: a wait looks at the ready list only once the set started. */
+	_Atomic uint64_t mark;
+	_Atomic int started;
+	/* The set is itself watched by another epoll set (or may be, by poll):
+	 * the kernel must see it readable whenever it has something to report. */
+	_Atomic int nested;
+	struct epshadow *live_next, **live_pprev; /* started sets, under live_lock */
 	int kick;            /* eventfd in ifd: wakes a waiter when a socket falls back */
 	pthread_mutex_t lock;       /* registrations */
 	pthread_mutex_t ready_lock; /* the ready list only; taken last */
@@ -113,6 +133,11 @@ struct epshadow {
  * it is removed rather than wake the set for nothing at every ring. */
 #define PARKED_RINGS_MAX 4
 #define WATCH_BUCKETS 256
+
+/* Started sets, found by marker: a wait through a number the set was not made
+ * with (one received, or made out of the library's sight) finds its set here. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct epshadow *live;
 
 /* Doorbell entries by descriptor. Taken last, under anything. */
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -181,6 +206,7 @@ void epoll_atfork_child(void)
 	/* Removing an entry from the instance here would remove the parent's:
 	 * the child's sets add their own, and close theirs with their copies. */
 	pthread_mutex_init(&watch_lock, NULL);
+	pthread_mutex_init(&live_lock, NULL);
 	memset(watched, 0, sizeof(watched));
 	atomic_store(&nwatched, 0);
 }
@@ -257,26 +283,66 @@ static void ready_unlink(struct epshadow *sh, struct epreg *r)
 	pthread_mutex_unlock(&sh->ready_lock);
 }
 
+/* The marker: high 16 bits no user-space address has, 32 random bits, and 16
+ * bits that follow from those, so that an application's own value (a counter,
+ * a hash) is taken for one only by a 1 in 2^32 chance. */
+#define MARK_TAG 0x75e3ull
+
+static uint64_t mark_check(uint32_t key)
+{
+	return (uint64_t)((key * 0x9e3779b1u) >> 16);
+}
+
+static int mark_like(uint64_t v)
+{
+	return v >> 48 == MARK_TAG && (v & 0xffff) == mark_check((uint32_t)(v >> 16));
+}
+
+/* A marker no other started set of ours has. Called with live_lock held. */
+static uint64_t mark_make(void)
+{
+	for (;;) {
+		uint32_t key;
+		if (getrandom(&key, sizeof(key), GRND_NONBLOCK) != sizeof(key))
+			key = (uint32_t)(sys_now_ns() * 0x9e3779b97f4a7c15ull >> 32) ^ (uint32_t)sys_pid();
+		uint64_t m = MARK_TAG << 48 | (uint64_t)key << 16 | mark_check(key);
+		struct epshadow *sh = live;
+		while (sh && sh->mark != m)
+			sh = sh->live_next;
+		if (!sh)
+			return m;
+	}
+}
+
+/* The started set whose marker v is, with a reference, or NULL: v came from
+ * another process (a set passed on, or kept across exec, whose marker is
+ * someone else's), or its set is gone. */
+static struct epshadow *mark_owner(uint64_t v)
+{
+	struct epshadow *sh;
+
+	pthread_mutex_lock(&live_lock);
+	for (sh = live; sh && sh->mark != v; sh = sh->live_next)
+		;
+	if (sh && !obj_tryget(&sh->o))
+		sh = NULL;
+	pthread_mutex_unlock(&live_lock);
+	return sh;
+}
+
 static struct epshadow *shadow_of(struct obj *o)
 {
 	return o && o->kind == OBJ_EPOLL ? (struct epshadow *)o : NULL;
 }
 
-static struct epshadow *shadow_get(int epfd)
+/* A set's state, installed at epfd with the table's reference and the caller's. */
+static struct epshadow *shadow_new(int epfd)
 {
-	struct obj *o = fdtab_get(epfd);
-	struct epshadow *sh = shadow_of(o);
+	struct epshadow *sh = obj_alloc(OBJ_EPOLL, sizeof(*sh));
 
-	if (sh || o) {
-		if (!sh)
-			obj_put(o);
-		return sh;
-	}
-	sh = obj_alloc(OBJ_EPOLL, sizeof(*sh));
 	if (!sh)
 		return NULL;
-	atomic_store(&sh->o.refs, 2); /* the table's and ours */
-	sh->epfd = epfd;
+	atomic_store(&sh->o.refs, 2);
 	sh->ifd = sh->kick = -1;
 	pthread_mutex_init(&sh->lock, NULL);
 	pthread_mutex_init(&sh->ready_lock, NULL);
@@ -289,10 +355,63 @@ static struct epshadow *shadow_get(int epfd)
 	return sh;
 }
 
-/* Called with sh->lock held. */
-static int shadow_start(struct epshadow *sh)
+/* The started set of ours that epfd, a number the table does not know, is one
+ * more descriptor of: the one whose private instance the kernel finds in it. */
+static struct epshadow *shadow_find(int epfd)
 {
-	struct epoll_event ev = {.events = EPOLLIN};
+	struct epshadow *sh;
+
+	pthread_mutex_lock(&live_lock);
+	for (sh = live; sh; sh = sh->live_next) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = sh->mark};
+		if (real.epoll_ctl(epfd, EPOLL_CTL_MOD, sh->ifd, &ev) == 0 && obj_tryget(&sh->o))
+			break;
+	}
+	pthread_mutex_unlock(&live_lock);
+	if (sh && fdtab_alias(epfd, &sh->o) < 0) {
+		epoll_shadow_put(&sh->o);
+		sh = NULL;
+	}
+	return sh;
+}
+
+/* The state of the set epfd names, with a reference; made if it has none yet. */
+static struct epshadow *shadow_get(int epfd)
+{
+	struct obj *o = fdtab_get(epfd);
+	struct epshadow *sh = shadow_of(o);
+
+	if (sh || o) {
+		if (!sh)
+			obj_put(o);
+		return sh;
+	}
+	return (sh = shadow_find(epfd)) ? sh : shadow_new(epfd);
+}
+
+/* Makes the set's marker fire. */
+static void kick_now(struct epshadow *sh)
+{
+	uint64_t one = 1;
+
+	if (real.write(sh->kick, &one, sizeof(one)) < 0) {
+		/* saturated: a wake-up is pending anyway */
+	}
+}
+
+static void kick(struct epshadow *sh)
+{
+	/* The next wait looks at the ready list before it sleeps; but a set
+	 * watched by another is looked at only once the kernel says so. */
+	if (atomic_load(&sh->sleepers) || atomic_load(&sh->nested))
+		kick_now(sh);
+}
+
+/* The set gets its private instance, and the application's instance (epfd
+ * names it) the marker. Called with sh->lock held. */
+static int shadow_start(struct epshadow *sh, int epfd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
 
 	if (sh->ifd >= 0)
 		return 0;
@@ -301,13 +420,30 @@ static int shadow_start(struct epshadow *sh)
 	if (sh->ifd < 0 || sh->kick < 0)
 		goto fail;
 	ev.data.ptr = NULL;
-	ev.events = EPOLLIN | EPOLLET;
 	if (real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, sh->kick, &ev) < 0)
 		goto fail;
+	pthread_mutex_lock(&live_lock);
 	ev.events = EPOLLIN;
-	ev.data.ptr = sh;
-	if (real.epoll_ctl(sh->epfd, EPOLL_CTL_ADD, sh->ifd, &ev) < 0)
+	ev.data.u64 = sh->mark = mark_make();
+	if (real.epoll_ctl(epfd, EPOLL_CTL_ADD, sh->ifd, &ev) < 0) {
+		pthread_mutex_unlock(&live_lock);
 		goto fail;
+	}
+	sh->live_next = live;
+	sh->live_pprev = &live;
+	if (live)
+		live->live_pprev = &sh->live_next;
+	live = sh;
+	pthread_mutex_unlock(&live_lock);
+	atomic_store(&sh->started, 1);
+	/* A thread may be waiting in the kernel since before the set started
+	 * (gRPC's pollers do, while another thread adds a connection): the
+	 * marker wakes it, to look again as a started set's waiter. A set
+	 * watched by another must not look readable for nothing: it arms every
+	 * registration instead of watching by stamp, so what a waiter needs
+	 * rings. */
+	if (!atomic_load(&sh->nested))
+		kick_now(sh);
 	return 0;
 fail:
 	if (sh->ifd >= 0)
@@ -441,17 +577,6 @@ static void reg_unlink(struct epshadow *sh, struct epreg *r)
 	dozed_unlink(r);
 }
 
-static void kick(struct epshadow *sh)
-{
-	uint64_t one = 1;
-
-	if (!atomic_load(&sh->sleepers))
-		return; /* the next wait looks at the ready list before it sleeps */
-	if (real.write(sh->kick, &one, sizeof(one)) < 0) {
-		/* saturated: a wake-up is pending anyway */
-	}
-}
-
 /* The events a registration asks the rings about. */
 static short reg_want(const struct epreg *r)
 {
@@ -471,19 +596,34 @@ static short reg_tcp_state(const struct epreg *r)
 	return conn_tcp_state(r->s, r->fd, r->tcp);
 }
 
-/* The socket as seen: what the next look compares with (reg_unchanged). */
-static void reg_seen(struct epreg *r, const struct conn_stamp *seen)
+/* Whether r waits unarmed, and (seen, unless NULL) the socket as seen: what the
+ * next look compares with (reg_unchanged). A spinning waiter reads both under
+ * the ready list's lock alone (unarmed_news), the others under sh->lock: they
+ * change under both. */
+static void reg_mark(struct epreg *r, int unarmed, const struct conn_stamp *seen)
 {
-	r->stamp = *seen;
-	r->stamp_tcp = r->tcp;
+	pthread_mutex_lock(&r->sh->ready_lock);
+	r->unarmed = unarmed;
+	if (seen) {
+		r->stamp = *seen;
+		r->stamp_tcp = r->tcp;
+	}
+	pthread_mutex_unlock(&r->sh->ready_lock);
 }
 
 /* A registration left on the ready list unarmed, with the socket as seen then:
  * the next wait looks whether anything happened since. */
 static void reg_stamp(struct epreg *r, const struct conn_stamp *seen)
 {
-	r->unarmed = 1;
-	reg_seen(r, seen);
+	reg_mark(r, 1, seen);
+}
+
+/* r looked at afresh, not by its stamp. Called with sh->lock held, under which
+ * r->unarmed is read. */
+static void reg_unstamp(struct epreg *r)
+{
+	if (r->unarmed)
+		reg_mark(r, 0, NULL);
 }
 
 /* A registration that is ready already must wake a thread sleeping in
@@ -502,19 +642,14 @@ static void check_now(struct epshadow *sh, struct epreg *r)
 
 	/* Taken before looking: whatever happens after it is news. */
 	conn_stamp(r->s, want, &seen);
-	/* Under the ready list's lock: a spinning waiter reads it there. */
-	pthread_mutex_lock(&sh->ready_lock);
-	r->unarmed = 0;
-	pthread_mutex_unlock(&sh->ready_lock);
+	reg_unstamp(r);
 	if (conn_revents(r->s, r->fd, want, reg_tcp_state(r)) || !conn_accel(r->s)) {
 		ready_push(sh, r);
 		kick(sh);
-	} else if (attached && !atomic_load(&sh->dozers)) {
+	} else if (attached && !atomic_load(&sh->dozers) && !atomic_load(&sh->nested)) {
 		/* A thread that arms to sleep counts itself first, then takes
 		 * sh->lock (held here) to arm what is on the list. */
-		pthread_mutex_lock(&sh->ready_lock);
 		reg_stamp(r, &seen);
-		pthread_mutex_unlock(&sh->ready_lock);
 		ready_push(sh, r);
 	} else if (conn_arm(r->s, r->fd, want)) {
 		ready_push(sh, r);
@@ -522,7 +657,18 @@ static void check_now(struct epshadow *sh, struct epreg *r)
 	}
 }
 
-static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
+/* A registration's events and data change, under the ready list's lock too: a
+ * spinning waiter reads them under that one alone (unarmed_news). */
+static void reg_set(struct epshadow *sh, struct epreg *r, const struct epoll_event *ev)
+{
+	pthread_mutex_lock(&sh->ready_lock);
+	r->events = ev->events;
+	r->data = ev->data;
+	r->disabled = 0;
+	pthread_mutex_unlock(&sh->ready_lock);
+}
+
+static int accel_ctl(struct epshadow *sh, int epfd, struct usock *s, int op, int fd,
 		     struct epoll_event *ev)
 {
 	struct epreg *r;
@@ -538,9 +684,7 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 		}
 		/* Event loops delete and re-add all the time; the watch never left. */
 		r->deleted = 0;
-		r->events = ev->events;
-		r->data = ev->data;
-		r->disabled = 0;
+		reg_set(sh, r, ev);
 		check_now(sh, r);
 		goto out;
 	}
@@ -550,7 +694,7 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 			ret = -1;
 			goto out;
 		}
-		if (shadow_start(sh) < 0 || !(r = sys_zalloc(sizeof(*r)))) {
+		if (shadow_start(sh, epfd) < 0 || !(r = sys_zalloc(sizeof(*r)))) {
 			errno = ENOMEM;
 			ret = -1;
 			goto out;
@@ -577,9 +721,7 @@ static int accel_ctl(struct epshadow *sh, struct usock *s, int op, int fd,
 		errno = ENOENT;
 		ret = -1;
 	} else if (op == EPOLL_CTL_MOD) {
-		r->events = ev->events;
-		r->data = ev->data;
-		r->disabled = 0;
+		reg_set(sh, r, ev);
 		check_now(sh, r);
 	} else {
 		r->deleted = 1;
@@ -590,16 +732,16 @@ out:
 	return ret;
 }
 
-/* A socket that fell back leaves for the application's real instance. Called
- * with sh->lock held. */
-static void reg_to_real(struct epshadow *sh, struct epreg *r)
+/* A socket that fell back leaves for the application's real instance (epfd
+ * names it). Called with sh->lock held. */
+static void reg_to_real(struct epshadow *sh, int epfd, struct epreg *r)
 {
 	struct epoll_event ev = {.events = r->events, .data = r->data};
 
 	watch(r, EPOLL_CTL_DEL);
 	reg_unlink(sh, r);
 	if (!r->disabled && !r->deleted)
-		real.epoll_ctl(sh->epfd, EPOLL_CTL_ADD, r->fd, &ev);
+		real.epoll_ctl(epfd, EPOLL_CTL_ADD, r->fd, &ev);
 	reg_free(r);
 }
 
@@ -670,7 +812,7 @@ void epoll_sock_settled(struct usock *s)
 		if (conn_accel(s) && real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->fd, NULL) == 0) {
 			sh = shadow_get(e->epfd);
 			/* Out of memory: it stays where it was. */
-			if (!sh || accel_ctl(sh, s, EPOLL_CTL_ADD, e->fd, &e->ev) < 0)
+			if (!sh || accel_ctl(sh, e->epfd, s, EPOLL_CTL_ADD, e->fd, &e->ev) < 0)
 				real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->fd, &e->ev);
 			if (sh)
 				epoll_shadow_put(&sh->o);
@@ -723,6 +865,13 @@ void epoll_shadow_put(struct obj *o)
 
 	if (atomic_fetch_sub(&o->refs, 1) != 1)
 		return;
+	if (sh->live_pprev) {
+		pthread_mutex_lock(&live_lock);
+		*sh->live_pprev = sh->live_next;
+		if (sh->live_next)
+			sh->live_next->live_pprev = sh->live_pprev;
+		pthread_mutex_unlock(&live_lock);
+	}
 	while (sh->all) {
 		struct epreg *r = sh->all;
 		reg_unlink(sh, r);
@@ -826,7 +975,7 @@ static void dozed_note(struct epshadow *sh, struct epreg *r, const struct conn_s
 {
 	if ((reg_want(r) & EPOLLOUT) || !conn_attached(r->s))
 		return;
-	reg_seen(r, seen);
+	reg_mark(r, 0, seen);
 	r->dozed_gen = conn_arm_gen(r->s);
 	if (r->dozed_pprev)
 		return;
@@ -851,7 +1000,7 @@ static void unarm_dozed(struct epshadow *sh)
 {
 	struct epreg *r;
 
-	if (atomic_load(&sh->dozers))
+	if (atomic_load(&sh->dozers) || atomic_load(&sh->nested))
 		return;
 	while ((r = sh->dozed)) {
 		dozed_unlink(r);
@@ -878,10 +1027,16 @@ static void unarm_dozed(struct epshadow *sh)
 /* Reports ready sockets into out[0..max). Called with sh->lock held. arm: the
  * caller is about to sleep, so the registrations left unarmed that saw nothing
  * new are armed now (else they stay on the ready list, looked at by stamp). */
-static int collect(struct epshadow *sh, struct epoll_event *out, int max, int arm)
+static int collect(struct epshadow *sh, int epfd, struct epoll_event *out, int max, int arm)
 {
 	struct epreg *list, *keep = NULL, *r;
 	int n = 0, unarmed = 0; /* kept on the list, not armed */
+	/* A set watched by another: the kernel must see what it has to report
+	 * (nested), so everything is armed as before a sleep, and a registration
+	 * reported level-triggered keeps the set readable (lt_ready). */
+	int nested = atomic_load(&sh->nested), lt_ready = 0;
+
+	arm |= nested;
 
 	pthread_mutex_lock(&sh->ready_lock);
 	list = sh->ready;
@@ -895,7 +1050,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 	while ((r = list)) {
 		list = r->collect_next;
 		if (r->plain || !conn_accel(r->s)) {
-			reg_to_real(sh, r);
+			reg_to_real(sh, epfd, r);
 			continue;
 		}
 		if (r->disabled || r->deleted)
@@ -903,6 +1058,7 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 		if (n == max || r->reported == sh->wait_seq) {
 			keep_ready(&keep, r);
 			unarmed = 1;
+			lt_ready |= nested && !(r->events & EPOLLET);
 			continue;
 		}
 		struct usock *s = r->s;
@@ -924,17 +1080,17 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			conn_arm(s, r->fd, want);
 			conn_stamp(s, want, &seen);
 			if (reg_unchanged(r, &seen)) {
-				r->unarmed = 0;
+				reg_unstamp(r);
 				if (!r->undone)
 					dozed_note(sh, r, &r->stamp);
 				continue;
 			}
 		}
-		r->unarmed = 0;
+		reg_unstamp(r);
 		r->undone = 0;
 		short got = conn_revents(s, r->fd, want, reg_tcp_state(r));
 		if (!conn_accel(s)) {
-			reg_to_real(sh, r);
+			reg_to_real(sh, epfd, r);
 			continue;
 		}
 		if (!got && !arm && !conn_pending(s)) {
@@ -970,8 +1126,11 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 			r->disabled = 1;
 			continue;
 		}
-		if (r->events & EPOLLET)
+		if (nested && (r->events & EPOLLET))
+			conn_arm(s, r->fd, want); /* its next news rings */
+		else if (r->events & EPOLLET)
 			reg_stamp(r, &seen);
+		lt_ready |= nested && !(r->events & EPOLLET);
 		keep_ready(&keep, r);
 		unarmed = 1;
 	}
@@ -986,13 +1145,14 @@ static int collect(struct epshadow *sh, struct epoll_event *out, int max, int ar
 	 * socket's next event. Only a thread going to sleep is woken: one that
 	 * spins comes back to the list anyway, and waking it would restart its
 	 * spin, as its collect could restart ours. */
-	if (unarmed && atomic_load(&sh->dozers) > arm)
+	if ((unarmed && atomic_load(&sh->dozers) > arm) || lt_ready)
 		kick(sh);
 	return n;
 }
 
 struct look {
 	struct epshadow *sh;
+	int epfd;
 	struct epoll_event *events;
 	int maxevents;
 };
@@ -1015,11 +1175,11 @@ static int unarmed_news(struct epshadow *sh, int max)
 	return news;
 }
 
-/* The application's instance, sleeping for tmo at most. */
-static int kernel_look(struct epshadow *sh, struct epoll_event *events, int maxevents, int tmo,
-		       const sigset_t *sigmask)
+/* The application's instance (epfd), sleeping for tmo at most. */
+static int kernel_look(struct epshadow *sh, int epfd, struct epoll_event *events, int maxevents,
+		       int tmo, const sigset_t *sigmask)
 {
-	int m = real.epoll_pwait(sh->epfd, events, maxevents, tmo, sigmask);
+	int m = real.epoll_pwait(epfd, events, maxevents, tmo, sigmask);
 
 	atomic_store_explicit(&sh->looked_ns, sys_now_ns(), memory_order_relaxed);
 	return m;
@@ -1054,10 +1214,82 @@ static int look_now(void *arg, int deep)
 
 	if (unarmed_news(l->sh, deep ? INT_MAX : SHALLOW_LOOK_MAX))
 		return CONN_LOOK_NEWS;
-	return deep ? kernel_look(l->sh, l->events, l->maxevents, 0, NULL) : 0;
+	return deep ? kernel_look(l->sh, l->epfd, l->events, l->maxevents, 0, NULL) : 0;
 }
 
-static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxevents,
+/* What sift() found besides the application's events. */
+struct sifted {
+	int own;                /* the set's own marker */
+	struct epshadow *other; /* another set of ours, with a reference */
+	int foreign;            /* a marker that is nobody's here */
+};
+
+/* Takes every marker out of events[from, from + m), which a wait returned, and
+ * returns how many events are left. sh's own marker (sh may be NULL) is noted;
+ * so is the first marker of another set of this process's (a number that
+ * reached that set's instance out of the library's sight, and was not known
+ * for it yet). A marker that is nobody's here is another process's: dropped. */
+static int sift(struct epshadow *sh, struct epoll_event *events, int from, int m,
+		struct sifted *f)
+{
+	uint64_t mine = sh ? atomic_load_explicit(&sh->mark, memory_order_relaxed) : 0;
+	int kept = from;
+
+	for (int i = from; i < from + m; i++) {
+		uint64_t v = events[i].data.u64;
+		struct epshadow *o;
+		if (!mark_like(v))
+			events[kept++] = events[i];
+		else if (v == mine)
+			f->own = 1;
+		else if (f->other && f->other->mark == v)
+			continue;
+		else if (!f->other && (o = mark_owner(v)))
+			f->other = o;
+		else
+			f->foreign = 1;
+	}
+	return kept;
+}
+
+/* Another process's marker is level-triggered and stays until that process
+ * looks at its set: a wait that found nothing else pauses a millisecond (the
+ * application's signal mask applies) rather than spin on it. -1 with EINTR
+ * when a signal came. */
+#define FOREIGN_PAUSE_NS 1000000ull
+
+static int foreign_pause(uint64_t deadline, const sigset_t *sigmask)
+{
+	uint64_t ns = FOREIGN_PAUSE_NS, now = sys_now_ns();
+
+	if (deadline && deadline - now < ns)
+		ns = deadline > now ? deadline - now : 0;
+	struct timespec ts = {0, (long)ns};
+	return ppoll(NULL, 0, &ts, sigmask) < 0 && errno == EINTR ? -1 : 0;
+}
+
+/* What sh has to report now, into out[0, max). arm: as a wait about to sleep
+ * collects. */
+static int serve(struct epshadow *sh, int epfd, struct epoll_event *out, int max, int arm)
+{
+	pthread_mutex_lock(&sh->lock);
+	harvest(sh);
+	int n = collect(sh, epfd, out, max, arm);
+	pthread_mutex_unlock(&sh->lock);
+	return n;
+}
+
+/* Another set's marker came through a wait on one set: that set is looked at
+ * here, and armed, since nobody may be waiting in it. */
+static int serve_other(struct epshadow *other, int epfd, struct epoll_event *out, int max)
+{
+	int n = max > 0 ? serve(other, epfd, out, max, 1) : 0;
+
+	epoll_shadow_put(&other->o);
+	return n;
+}
+
+static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events, int maxevents,
 		       int timeout, const sigset_t *sigmask)
 {
 	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
@@ -1069,7 +1301,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		pthread_mutex_lock(&sh->lock);
 		sh->wait_seq++;
 		sh->recheck = 0;
-		int n = collect(sh, events, maxevents, 0);
+		int n = collect(sh, epfd, events, maxevents, 0);
 		int recheck = sh->recheck;
 		pthread_mutex_unlock(&sh->lock);
 
@@ -1082,7 +1314,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		 * listener in the set) does not spin either: nothing the spin looks
 		 * at comes sooner than the kernel's wake-up, which plain TCP waits for
 		 * too. */
-		struct look l = {sh, events + n, maxevents - n};
+		struct look l = {sh, epfd, events + n, maxevents - n};
 		int m = sigmask || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
 				? 0
 				: conn_busy_wait(look_now, &l, tmo);
@@ -1097,7 +1329,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 			 * this collect must wake us. */
 			atomic_fetch_add(&sh->dozers, 1);
 			pthread_mutex_lock(&sh->lock);
-			n = collect(sh, events, maxevents, 1);
+			n = collect(sh, epfd, events, maxevents, 1);
 			recheck = sh->recheck;
 			pthread_mutex_unlock(&sh->lock);
 			if (n)
@@ -1106,7 +1338,7 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 				tmo = CONN_PENDING_RECHECK_MS;
 		}
 		if (!m && kernel_look_due(sh, n, maxevents, sigmask))
-			m = kernel_look(sh, events + n, maxevents - n, tmo, sigmask);
+			m = kernel_look(sh, epfd, events + n, maxevents - n, tmo, sigmask);
 		if (doze) {
 			atomic_fetch_sub(&sh->dozers, 1);
 			pthread_mutex_lock(&sh->lock);
@@ -1116,34 +1348,75 @@ static int shadow_wait(struct epshadow *sh, struct epoll_event *events, int maxe
 		atomic_fetch_sub(&sh->sleepers, 1);
 		if (m < 0)
 			return n ? n : -1;
-		int kept = n, marker = 0;
-		for (int i = n; i < n + m; i++) {
-			if (events[i].data.ptr == sh)
-				marker = 1;
-			else
-				events[kept++] = events[i];
-		}
-		if (marker) {
-			pthread_mutex_lock(&sh->lock);
-			harvest(sh);
-			kept += collect(sh, events + kept, maxevents - kept, 0);
-			pthread_mutex_unlock(&sh->lock);
-		}
+		struct sifted f = {0};
+		int kept = sift(sh, events, n, m, &f);
+		if (f.own)
+			kept += serve(sh, epfd, events + kept, maxevents - kept, 0);
+		if (f.other)
+			kept += serve_other(f.other, epfd, events + kept, maxevents - kept);
 		if (kept || tmo == 0)
 			return kept;
 		if (timeout > 0 && sys_now_ns() >= deadline)
 			return 0;
+		if (f.foreign && !f.own && foreign_pause(deadline, sigmask) < 0)
+			return -1;
 	}
+}
+
+/* A new set has its state from the start, so that every number it gets names
+ * the same (dup_track follows dup, dup2, dup3 and F_DUPFD), whichever comes
+ * first: the copy or the first registration. Nothing is made inside a signal
+ * handler, whose interrupted code may hold the pool's lock: such a set is
+ * found later by its marker (shadow_find). */
+static int shadow_made(int epfd)
+{
+	if (epfd >= 0 && usmc_active() && !sys_in_signal()) {
+		struct epshadow *sh = shadow_new(epfd);
+		if (sh)
+			epoll_shadow_put(&sh->o);
+	}
+	return epfd;
 }
 
 int epoll_create(int size)
 {
-	return real.epoll_create(size);
+	return shadow_made(real.epoll_create(size));
 }
 
 int epoll_create1(int flags)
 {
-	return real.epoll_create1(flags);
+	return shadow_made(real.epoll_create1(flags));
+}
+
+/* The set is watched by another epoll set (or by poll): from now on the kernel
+ * must see it readable whenever it has something to report, and nothing may
+ * wait unarmed for a wait in it to look. */
+void epoll_shadow_nest(struct obj *o)
+{
+	struct epshadow *sh = shadow_of(o);
+
+	if (!sh || atomic_exchange(&sh->nested, 1) || !atomic_load(&sh->started))
+		return;
+	/* What waits on its ready list unarmed is armed now, and the set made
+	 * readable if one of them has something to report: not by what fired
+	 * before (the kick of its start), which is taken in first. */
+	int news = 0;
+	pthread_mutex_lock(&sh->lock);
+	harvest(sh);
+	pthread_mutex_lock(&sh->ready_lock);
+	for (struct epreg *r = sh->ready; r; r = r->ready_next) {
+		struct conn_stamp seen;
+		short want = reg_want(r);
+		conn_stamp(r->s, want, &seen);
+		conn_arm(r->s, r->fd, want);
+		if ((!r->unarmed || !reg_unchanged(r, &seen)) &&
+		    conn_revents(r->s, r->fd, want, reg_tcp_state(r)))
+			news = 1;
+	}
+	pthread_mutex_unlock(&sh->ready_lock);
+	pthread_mutex_unlock(&sh->lock);
+	if (news)
+		kick(sh);
 }
 
 /* An accelerated listener joined the set: siblings accepting on its socket may
@@ -1157,7 +1430,7 @@ static void watch_handoff(int epfd)
 	if (!sh)
 		return;
 	pthread_mutex_lock(&sh->lock);
-	if (!sh->handoff && hfd >= 0 && shadow_start(sh) == 0) {
+	if (!sh->handoff && hfd >= 0 && shadow_start(sh, epfd) == 0) {
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = HANDOFF_MARK};
 		sh->handoff = real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, hfd, &ev) == 0;
 	}
@@ -1183,6 +1456,8 @@ FDTAB_WRAP(int, epoll_ctl, fd, (int epfd, int op, int fd, struct epoll_event *ev
 		int e = errno;
 		if (r == 0 && s && op == EPOLL_CTL_ADD && conn_listening(s))
 			watch_handoff(epfd);
+		if (r == 0 && op == EPOLL_CTL_ADD)
+			epoll_shadow_nest(o);
 		if (r == 0 && m == MODE_NEW) {
 			early_note(s, epfd, op, fd, ev);
 			/* That connect() may have looked for early registrations before
@@ -1200,41 +1475,127 @@ FDTAB_WRAP(int, epoll_ctl, fd, (int epfd, int op, int fd, struct epoll_event *ev
 		errno = ENOMEM;
 		return -1;
 	}
-	r = accel_ctl(sh, s, op, fd, ev);
+	r = accel_ctl(sh, epfd, s, op, fd, ev);
 	epoll_shadow_put(&sh->o);
 	obj_put(o);
 	return r;
 }
 
-static int wait_common(int epfd, struct epoll_event *events, int maxevents, int timeout,
-		       const sigset_t *sigmask)
+enum { CALL_WAIT, CALL_PWAIT, CALL_PWAIT2 };
+
+/* The kernel's wait, made as the application made it (epoll_wait is not
+ * epoll_pwait to a seccomp filter). */
+static int kernel_wait(int call, int epfd, struct epoll_event *events, int maxevents, int timeout,
+		       const struct timespec *ts, const sigset_t *sigmask)
+{
+	if (call == CALL_WAIT)
+		return real.epoll_wait(epfd, events, maxevents, timeout);
+	if (call == CALL_PWAIT2)
+		return real.epoll_pwait2(epfd, events, maxevents, ts, sigmask);
+	return real.epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+}
+
+static int wait_common(int call, int epfd, struct epoll_event *events, int maxevents,
+		       int timeout, const struct timespec *ts, const sigset_t *sigmask);
+
+/* A wait on a set that has started (sh, looked at without a reference). */
+static __attribute__((noinline)) int wait_started(int epfd, struct epoll_event *events,
+						  int maxevents, int timeout, const sigset_t *sigmask)
 {
 	struct obj *o = fdtab_get(epfd);
 	struct epshadow *sh = shadow_of(o);
 
-	if (!sh || sh->ifd < 0 || maxevents <= 0) {
+	if (!sh) {
+		/* Closed meanwhile: the kernel says what it says. */
 		if (o)
 			obj_put(o);
 		return real.epoll_pwait(epfd, events, maxevents, timeout, sigmask);
 	}
-	int r = shadow_wait(sh, events, maxevents, timeout, sigmask);
-	obj_put(o);
+	int r = shadow_wait(sh, epfd, events, maxevents, timeout, sigmask);
+	epoll_shadow_put(&sh->o);
 	return r;
 }
 
-FDTAB_WRAP(int, epoll_wait, epfd,
-	   (int epfd, struct epoll_event *events, int maxevents, int timeout),
-	   (epfd, events, maxevents, timeout))
+/* The kernel's wait returned m events of which one looks like a marker: ours,
+ * another set's of this process, or another process's. Sifted; when nothing
+ * is left, waits again for the rest of the time (deadline), in the set that has
+ * started if it was ours. */
+static __attribute__((noinline)) int wait_marked(int epfd, struct epoll_event *events,
+						 int maxevents, int m, int timeout,
+						 uint64_t deadline, const sigset_t *sigmask)
 {
-	return wait_common(epfd, events, maxevents, timeout, NULL);
+	struct obj *o = fdtab_get(epfd);
+	struct epshadow *sh = shadow_of(o);
+	struct sifted f = {0};
+
+	if (o && !sh)
+		obj_put(o);
+	int n = sift(sh, events, 0, m, &f);
+	if (f.other && !sh && !sys_in_signal() && fdtab_alias(epfd, &f.other->o) == 0) {
+		/* The number is one more of that set's: waited on as such. */
+		epoll_shadow_put(&f.other->o);
+		f.own = 1;
+	} else if (f.other) {
+		n += serve_other(f.other, epfd, events + n, maxevents - n);
+	}
+	if (sh)
+		epoll_shadow_put(&sh->o);
+	if (n)
+		return n;
+	if (timeout > 0) {
+		timeout = sys_ms_left(deadline);
+		if (!timeout && !f.own)
+			return 0;
+	} else if (!timeout && !f.own) {
+		return 0;
+	}
+	if (f.foreign && !f.own && foreign_pause(deadline, sigmask) < 0)
+		return -1;
+	return wait_common(sigmask ? CALL_PWAIT : CALL_WAIT, epfd, events, maxevents, timeout,
+			   NULL, sigmask);
 }
 
-FDTAB_WRAP(int, epoll_pwait, epfd,
-	   (int epfd, struct epoll_event *events, int maxevents, int timeout,
-	    const sigset_t *sigmask),
-	   (epfd, events, maxevents, timeout, sigmask))
+/* Every wait on every epoll descriptor comes here. A set that has started (an
+ * accelerated socket joined it) is waited on by shadow_wait. Any other, or a
+ * number the table does not know, by the kernel; a set that starts meanwhile
+ * wakes such a wait through its marker (shadow_start kicks it), and the wait
+ * looks again as a started set's. Whatever the kernel returns is sifted, so no
+ * marker of ours or anyone's reaches the application: for a set with nothing
+ * accelerated in it, that is the one cost, a test of each event's data. timeout
+ * is in ms; ts is epoll_pwait2's, used as given. */
+static int wait_common(int call, int epfd, struct epoll_event *events, int maxevents,
+		       int timeout, const struct timespec *ts, const sigset_t *sigmask)
 {
-	return wait_common(epfd, events, maxevents, timeout, sigmask);
+	/* A look without a reference, only at whether the set started: a set's
+	 * memory stays a set's (obj.h), and the wait takes one if so. */
+	_Atomic(struct obj *) *slot = fdtab_slot(epfd);
+	struct epshadow *sh = slot ? shadow_of(atomic_load_explicit(slot, memory_order_acquire))
+				   : NULL;
+
+	if (sh && maxevents > 0 && atomic_load_explicit(&sh->started, memory_order_acquire))
+		return wait_started(epfd, events, maxevents, timeout, sigmask);
+	uint64_t deadline = timeout > 0 ? sys_now_ns() : 0;
+	int m = kernel_wait(call, epfd, events, maxevents, timeout, ts, sigmask);
+
+	for (int i = 0; i < m; i++)
+		if (events[i].data.u64 >> 48 == MARK_TAG)
+			return wait_marked(epfd, events, maxevents, m, timeout,
+					   deadline + (ts ? (uint64_t)ts->tv_sec * 1000000000ull +
+								    (uint64_t)ts->tv_nsec
+							  : (uint64_t)timeout * 1000000ull),
+					   sigmask);
+	return m;
+}
+
+int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+{
+	return wait_common(CALL_WAIT, epfd, events, maxevents, timeout, NULL, NULL);
+}
+
+int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+		const sigset_t *sigmask)
+{
+	return wait_common(CALL_PWAIT, epfd, events, maxevents, timeout, NULL, sigmask);
 }
 
 int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
@@ -1242,17 +1603,13 @@ int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
 {
 	int ms = -1;
 
+	if (!real.epoll_pwait2) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (timeout) {
 		uint64_t ns = (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec;
 		ms = ns / 1000000ull > 0x7fffffff ? 0x7fffffff : (int)((ns + 999999) / 1000000ull);
 	}
-	struct obj *o = fdtab_get(epfd);
-	if (!shadow_of(o) && real.epoll_pwait2) {
-		if (o)
-			obj_put(o);
-		return real.epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
-	}
-	if (o)
-		obj_put(o);
-	return wait_common(epfd, events, maxevents, ms, sigmask);
+	return wait_common(CALL_PWAIT2, epfd, events, maxevents, ms, timeout, sigmask);
 }

@@ -11,5 +11,9 @@ void epoll_sock_settled(struct usock *s);
  * the private instances are the parent's too, and the parent's entries in
  * them stay the parent's. */
 void epoll_atfork_child(void);
+/* o (an epoll set, else nothing happens) is watched by another epoll set or by
+ * poll/select: the kernel must see it readable whenever a wait in it would
+ * report something. */
+void epoll_shadow_nest(struct obj *o);
 
 #endif

@@ -15,6 +15,7 @@
 #include "../core/conn.h"
 #include "../core/handoff.h"
 #include "../core/sys.h"
+#include "epoll.h"
 #include "fdtab.h"
 
 #define STACK_FDS 64
@@ -169,6 +170,8 @@ static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 			acc[i] = s;
 			nacc++;
 		} else if (o) {
+			/* An epoll set waited for by poll: it must look readable. */
+			epoll_shadow_nest(o);
 			listening |= listener;
 			obj_put(o);
 		}
@@ -218,8 +221,10 @@ static int any_accel(int nfds, fd_set *r, fd_set *w, fd_set *x)
 			continue;
 		struct obj *o = fdtab_get(fd);
 		int listener, yes = sock_of(o) && ours(sock_of(o), &listener);
-		if (o)
+		if (o) {
+			epoll_shadow_nest(o);
 			obj_put(o);
+		}
 		if (yes)
 			return 1;
 	}

@@ -249,6 +249,26 @@ int cf_serve(void (*client)(void *port))
     return cf_serve_late(client, 0);
 }
 
+enum { CUE_CLOSE, CUE_WRITE };
+
+void cf_cued_writer(void *port)
+{
+    int fd = cf_connect(AF_INET, *(uint16_t *)port);
+    while (cf_wait_u64() == CUE_WRITE)
+        cf_write_all(fd, "data", 4);
+    close(fd);
+}
+
+void cf_cue_write(void)
+{
+    cf_post_u64(CUE_WRITE);
+}
+
+void cf_cue_close(void)
+{
+    cf_post_u64(CUE_CLOSE);
+}
+
 void cf_expect_ok(int fd)
 {
     char buf[8];

@@ -90,6 +90,12 @@ int cf_serve_late(void (*client)(void *port), long ms);
 void cf_expect_ok(int fd);
 void cf_answer_ok(int fd, const char *want, size_t n);
 
+/* A peer for cf_serve: connects, then writes "data" (4 bytes) each time the parent
+ * posts cf_cue_write(), and closes at cf_cue_close(). */
+void cf_cued_writer(void *port);
+void cf_cue_write(void);
+void cf_cue_close(void);
+
 /* The peer process. cf_spawn forks fn(arg) in a child (which dies with its parent);
  * cf_join reaps it, prints its output as "peer: ..." lines, and fails unless it exited 0.
  * One peer at a time. */

@@ -53,6 +53,12 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 		if (want == 0 && (avail || nb))
 			break; /* TCP: a zero-length read returns at once unless it must wait */
 		if (avail && want) {
+			/* Bytes of the server's say it attached: a client whose look
+			 * for the attach came a moment too early takes note now,
+			 * before its close could end the connection still pending,
+			 * never counted as accelerated. */
+			if (mode_of(s) == MODE_PENDING)
+				conn_pending_check(s, fd);
 			size_t n = want - done < avail ? want - done : (size_t)avail;
 			ring_peek(&s->rx, 0, iov, iovcnt, done, n);
 			done += n;

@@ -43,6 +43,10 @@ void usock_put(struct usock *s)
 	obj_free(&s->o);
 }
 
+/* How often a readiness look tries a direction's lock before it counts it busy:
+ * another thread's look holds it for a few loads, an operation far longer. */
+#define VIEW_TRIES 64
+
 /* Copies one direction under its lock: current even when another holder moved
  * the cursors. Unless told to wait, a direction whose lock another operation
  * holds is not copied (VIEW_BUSY(d)): a signal handler's poll() may have
@@ -51,10 +55,16 @@ static unsigned view_end(struct usock *s, enum hold_dir d, struct ring_end *e, i
 {
 	pthread_mutex_t *m = d == HOLD_TX ? &s->tx_lock : &s->rx_lock;
 
-	if (wait)
+	if (wait) {
 		pthread_mutex_lock(m);
-	else if (pthread_mutex_trylock(m) != 0)
-		return VIEW_BUSY(d);
+	} else {
+		int tries = 0;
+		while (pthread_mutex_trylock(m) != 0) {
+			if (++tries == VIEW_TRIES)
+				return VIEW_BUSY(d);
+			__builtin_ia32_pause();
+		}
+	}
 	*e = d == HOLD_TX ? s->tx : s->rx;
 	if (s->hold)
 		holders_peek(s->hold, d, e);

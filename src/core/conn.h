@@ -71,6 +71,10 @@ struct usock {
 	/* The peer's prod_bells when we last emptied it (epoll sets of several
 	 * threads may look at once: a lost update only empties it early). */
 	_Atomic uint32_t bells_drained;
+	/* Threads asleep on the doorbell in poll (poll, select, a blocking call
+	 * that waits for more than one thing), plus BELL_EMPTYING while one
+	 * thread empties it: conn_bell_wait_begin(). */
+	_Atomic uint32_t bell_users;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
 	/* listener */
@@ -207,6 +211,12 @@ void conn_pending_check(struct usock *s, int fd);
 /* Empties our doorbell (it holds what it was rung with), passing the
  * wake-up on to every epoll set but except. */
 void conn_bell_clear(struct usock *s, const void *except);
+/* A thread is about to sleep on the doorbell in poll, level-triggered: until
+ * conn_bell_wait_end(), nobody empties it (a ring emptied under the sleeper
+ * before it looked again would be lost to it; the sleeper empties it once
+ * awake). One being emptied is waited for. */
+void conn_bell_wait_begin(struct usock *s);
+void conn_bell_wait_end(struct usock *s);
 /* For epoll, which watches doorbells edge-triggered and so needs them emptied
  * only before they fill up: our doorbell rang; it is emptied (as above) once
  * the peer has rung it BELL_DRAIN_AT times since the last time. */

@@ -197,10 +197,12 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
 	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
 	conn_arm_wait_begin(s);
+	conn_bell_wait_begin(s);
 	if (s->connected)
 		arm_bell(s, events);
 	if (shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
+		conn_bell_wait_end(s);
 		conn_arm_wait_end(s);
 		return 0;
 	}
@@ -211,6 +213,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	int e = errno;
 	op_lock(s, d);
 	conn_disarm(s, events);
+	conn_bell_wait_end(s);
 	conn_arm_wait_end(s);
 	if (r < 0) {
 		if (e == EINTR && !has_timeout && signal_wait_restart())

@@ -10,6 +10,7 @@
 #include "conn_int.h"
 #include "hooks.h"
 #include "stats.h"
+#include "sys.h"
 
 static const struct dev_ops *dev = &dev_lo;
 
@@ -54,17 +55,49 @@ void wake(struct usock *s, _Atomic uint32_t *how, _Atomic uint32_t *kick)
 		ring_peer(s);
 }
 
+#define BELL_EMPTYING 0x80000000u
+
+void conn_bell_wait_begin(struct usock *s)
+{
+	for (;;) {
+		uint32_t v = atomic_load(&s->bell_users);
+		/* The emptying under way may take the ring this sleep is for. A
+		 * signal handler's poll may have interrupted that very emptying,
+		 * which cannot end before the handler does: it goes on. */
+		if ((v & BELL_EMPTYING) && !sys_in_signal()) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		if (atomic_compare_exchange_weak(&s->bell_users, &v, v + 1))
+			return;
+	}
+}
+
+void conn_bell_wait_end(struct usock *s)
+{
+	atomic_fetch_sub(&s->bell_users, 1);
+}
+
 void conn_bell_clear(struct usock *s, const void *except)
 {
+	uint32_t none = 0;
+
 	if (s->bell < 0)
 		return;
-	/* Read before emptying: rings counted after this may be emptied too,
-	 * and so are counted twice, which only makes the next emptying early. */
-	if (s->rx.sh)
-		atomic_store_explicit(&s->bells_drained,
-				      atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire),
-				      memory_order_relaxed);
-	dev->doorbell_clear(s->bell);
+	/* Not under a thread asleep on it in poll: it empties it when it wakes,
+	 * and it is woken by any ring, so the doorbell cannot fill meanwhile. */
+	if (atomic_compare_exchange_strong(&s->bell_users, &none, BELL_EMPTYING)) {
+		/* Read before emptying: rings counted after this may be emptied
+		 * too, and so are counted twice, which only makes the next
+		 * emptying early. */
+		if (s->rx.sh)
+			atomic_store_explicit(
+				&s->bells_drained,
+				atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire),
+				memory_order_relaxed);
+		dev->doorbell_clear(s->bell);
+		atomic_fetch_and(&s->bell_users, ~BELL_EMPTYING);
+	}
 	if (s->regs)
 		epoll_sock_rang(s, except);
 }

@@ -81,6 +81,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 	for (;;) {
 		nfds_t k = n;
 		int ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec, pending = 0;
+		int may_wait = sleep;
 		for (nfds_t i = 0; i < n; i++) {
 			p[i] = fds[i];
 			if (acc[i]) {
@@ -107,6 +108,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 				if (!acc[i])
 					continue;
 				conn_arm_wait_begin(acc[i]);
+				conn_bell_wait_begin(acc[i]);
 				if (conn_arm(acc[i], fds[i].fd, fds[i].events))
 					sleep = 0;
 			}
@@ -124,8 +126,10 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		for (nfds_t i = 0; i < n; i++)
 			if (acc[i]) {
 				conn_disarm(acc[i], fds[i].events);
-				if (armed)
+				if (armed) {
+					conn_bell_wait_end(acc[i]);
 					conn_arm_wait_end(acc[i]);
+				}
 			}
 		if (r < 0)
 			break;
@@ -141,7 +145,10 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			if (fds[i].revents)
 				ready++;
 		}
-		if (ready || !sleep || (tmo && sys_now_ns() >= deadline)) {
+		/* What looked ready and was not (another thread's operation held
+		 * its lock) is looked at again: a poll that may wait does not
+		 * return empty before its time. */
+		if (ready || !may_wait || (tmo && sys_now_ns() >= deadline)) {
 			ret = ready;
 			break;
 		}

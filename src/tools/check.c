@@ -224,7 +224,7 @@ static int find_own(struct procfile *f, void *arg)
 	struct own_slot *o = arg;
 	const struct socktab_hdr *h = socks_table(f);
 
-	if (h && f->alive && h->pid == getpid() && socks_slot(h, (uint32_t)o->fd, &o->sl))
+	if (h && f->alive && socks_pid(h) == getpid() && socks_slot(h, (uint32_t)o->fd, &o->sl))
 		o->found = 1;
 	return o->found;
 }

@@ -202,6 +202,14 @@ case_check() {
     USMC_POLICY="exclude peer 10.0.0.0/8" usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.1:$PORT_accsrv"
     expect "policy elsewhere" "$(jget "$j" 'd["registry"]["verdict"]')" registered
 
+    # A runtime directory others can write: judged as usmc run judges it, and not tried.
+    local open=$WORK/open
+    mkdir "$open" && chmod 777 "$open"
+    usmc_json check "$j" check --rundir "$open" "127.0.0.1:$PORT_accsrv"
+    expect "open runtime directory: status" "$RC" 1
+    expect "open runtime directory" "$(jget "$j" '(d["registry"]["verdict"], d["registry"]["detail"], d["connection"]["result"], d["connection"]["detail"])')" \
+        "('rundir_unusable', 'runtime directory $open is writable by others (mode 777): nothing is accelerated in it', 'error', 'not tried: the library would not use the runtime directory')"
+
     usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.2:$PORT_accsrv"
     expect "another address: status" "$RC" 1
     expect "another address" "$(jget "$j" 'd["registry"]["verdict"]')" other_address

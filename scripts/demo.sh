@@ -3,7 +3,7 @@
 # plain TCP loopback and under usmc, side by side, pinned to different cores, with the figures,
 # their ratio, and usmc's counters proving that shared memory carried the bytes. Each figure is
 # the median of REPS runs (3) of SECS seconds (3), the modes taking turns; bench/run.sh measures
-# more, and more carefully. As root, installs what it needs first.
+# more, and more carefully. Installs what it needs first (scripts/install-deps.sh).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -12,14 +12,7 @@ BENCH_SECONDS=${SECS:-3}
 REPS=${REPS:-3}
 QUICK=1 # the redis workload's short form
 
-if [ "$(id -u)" -eq 0 ]; then
-    if [ -x scripts/install-deps.sh ]; then
-        scripts/install-deps.sh >/dev/null || exit 1
-    elif ! command -v sockperf >/dev/null; then
-        { apt-get update -q && apt-get install -y -q sockperf; } >/dev/null || exit 1
-    fi
-fi
-command -v sockperf >/dev/null || { say "demo: sockperf is not installed (run as root)"; exit 1; }
+scripts/install-deps.sh make gcc libc6-dev iproute2 sockperf redis-server redis-tools >/dev/null || exit 1
 make -j"$(nproc)" >/dev/null || { say "demo: make failed"; exit 1; }
 # the build just made, whatever USMC_BUILD says
 USMC_BUILD=$ROOT/build USMC=$ROOT/build/bin/usmc
@@ -56,10 +49,8 @@ echo
 printf '%-32s %10s %10s %10s\n' workload TCP usmc ratio
 row "sockperf ping-pong 14 B" sockperf_pp 14
 row "sockperf throughput 64000 B" sockperf_tp 64000
-if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-    row "redis SET 1 KB, 200 connections" redis set
-    row "redis GET 1 KB, 200 connections" redis get
-fi
+row "redis SET 1 KB, 200 connections" redis set
+row "redis GET 1 KB, 200 connections" redis get
 echo
 echo "usmc stats for the accelerated runs (each end of a connection counts):"
 "$USMC" stats --rundir "$SHARED_RUNDIR" | sed 's/^/  /'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing usmc needs on Debian 12, or only the packages named as
 # arguments (bench/run.sh installs what its workloads run). Safe to run again: it returns at once
-# when everything is present. Runs as root.
+# when everything is present. Installs as root: run by another user at a terminal, it runs itself
+# again through sudo, which asks for a password there; else it names what is missing and fails.
 set -euo pipefail
 
 packages=("$@")
@@ -22,7 +23,12 @@ if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-    echo "install-deps: must run as root to install: ${missing[*]}" >&2
+    # Without a terminal nobody could answer sudo's password prompt, and it would wait forever.
+    if [ -t 0 ] && command -v sudo >/dev/null; then
+        echo "install-deps: installing through sudo: ${missing[*]}" >&2
+        exec sudo -- "$0" "${missing[@]}"
+    fi
+    echo "install-deps: run as root, or install: ${missing[*]}" >&2
     exit 1
 fi
 

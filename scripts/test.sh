@@ -13,11 +13,7 @@ die() {
 }
 
 step "dependencies"
-if [ "$(id -u)" -eq 0 ]; then
-    scripts/install-deps.sh || die "installing dependencies failed"
-else
-    echo "test.sh: not root, not installing dependencies; tests needing missing tools will fail" >&2
-fi
+scripts/install-deps.sh || die "the dependencies are not installed"
 
 step "build"
 make -j"$jobs" || die "make failed"

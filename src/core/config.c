@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <libgen.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,19 +22,59 @@ void config_default_rundir(char *buf, unsigned len)
 		snprintf(buf, len, "/tmp/usmc-%u", (unsigned)getuid());
 }
 
-int config_rundir_ready(void)
+/* Whether a missing runtime directory could be made: its parent is a directory
+ * we may write in. If not, errno says why. */
+static int makeable(void)
+{
+	char parent[sizeof(cfg.rundir)];
+
+	snprintf(parent, sizeof(parent), "%s", cfg.rundir);
+	return access(dirname(parent), W_OK | X_OK) == 0;
+}
+
+int config_rundir_check(int ahead, char *why, size_t len)
 {
 	struct stat st;
+	/* Ahead of a program that may become another user (root's runuser, su), the
+	 * directory is left for the program to make, as that user. */
+	int made = ahead ? 0 : (mkdir(cfg.rundir, 0700) < 0 ? errno : 0);
 
 	/* Anyone may make the directory first under /tmp. Whoever can write it can
 	 * replace a listener's entry and be handed the sockets of every client that
 	 * follows it; whoever owns it can make it writable. Group write is a choice
 	 * its owner made to share it. */
-	mkdir(cfg.rundir, 0700);
-	if (lstat(cfg.rundir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & S_IWOTH))
-		return -1;
-	return 0;
+	if (lstat(cfg.rundir, &st) < 0) {
+		if (ahead && errno == ENOENT && makeable())
+			return 0;
+		snprintf(why, len, "runtime directory %s cannot be created: %s", cfg.rundir,
+			 strerror(made && made != EEXIST ? made : errno));
+	} else if (S_ISLNK(st.st_mode)) {
+		snprintf(why, len, "runtime directory %s is a symbolic link", cfg.rundir);
+	} else if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "runtime directory %s is not a directory", cfg.rundir);
+	} else if (st.st_uid != geteuid() && st.st_uid != 0 && !(ahead && geteuid() == 0)) {
+		snprintf(why, len, "runtime directory %s belongs to uid %u, neither to uid %u nor to root",
+			 cfg.rundir, (unsigned)st.st_uid, (unsigned)geteuid());
+	} else if (st.st_mode & S_IWOTH) {
+		snprintf(why, len, "runtime directory %s is writable by others (mode %o)", cfg.rundir,
+			 (unsigned)(st.st_mode & 07777));
+	} else {
+		return 0;
+	}
+	return -1;
+}
+
+int config_rundir_ready(void)
+{
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+	char why[sizeof(cfg.rundir) + 128];
+
+	if (config_rundir_check(0, why, sizeof(why)) == 0)
+		return 0;
+	/* Asked at every connection that could be accelerated: once is enough. */
+	if (!atomic_flag_test_and_set(&said))
+		fprintf(stderr, "usmc: %s; running without acceleration\n", why);
+	return -1;
 }
 
 int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)

@@ -2,6 +2,7 @@
 #ifndef USMC_CONFIG_H
 #define USMC_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct config {
@@ -31,7 +32,13 @@ int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 /* Fills cfg; returns -1 with a message on stderr for a malformed value. */
 int config_load(void);
 /* Creates the runtime directory if it is missing; returns 0 if it may be trusted: a
- * directory (not a link) owned by us or by root that others cannot write. */
+ * directory (not a link) owned by us or by root that others cannot write. Else -1,
+ * and in why the directory and what is wrong with it ("runtime directory DIR is
+ * writable by others (mode 777)"). usmc check judges with this; usmc run judges
+ * ahead of the program, which may run as another user: it makes nothing, a
+ * missing directory passes if it could be made, and for root any owner passes. */
+int config_rundir_check(int ahead, char *why, size_t len);
+/* The library's config_rundir_check(): the first refusal is said on stderr. */
 int config_rundir_ready(void);
 /* The default runtime directory for this user, used when USMC_RUNDIR is unset. */
 void config_default_rundir(char *buf, unsigned len);

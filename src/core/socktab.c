@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -37,6 +38,7 @@ static struct socktab_hdr *table_get(void)
 	pthread_mutex_lock(&map_lock);
 	t = atomic_load(&table);
 	if (!t && !tried) {
+		struct stat st;
 		uint32_t n = slots_wanted();
 		size_t bytes = sizeof(*t) + (size_t)n * sizeof(struct socktab_slot);
 		t = procfile_create("socks", bytes, &lock_fd);
@@ -45,6 +47,10 @@ static struct socktab_hdr *table_get(void)
 			t->slot_size = sizeof(struct socktab_slot);
 			t->nslots = n;
 			t->pid = (int32_t)getpid();
+			/* Read here, not inherited: a child forked after unshare(CLONE_NEWPID)
+			 * lives in another namespace than its parent. */
+			if (stat("/proc/self/ns/pid", &st) == 0)
+				t->pidns = (uint32_t)st.st_ino;
 			t->version = SOCKTAB_VERSION;
 			atomic_store(&t->magic, SOCKTAB_MAGIC);
 		}

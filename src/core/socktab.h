@@ -16,7 +16,11 @@
  *
  * A forked child publishes its sockets from their next state change on; those
  * it inherited stay listed under the parent for as long as the parent holds
- * them. An exec'd program publishes the connections it takes over. */
+ * them. An exec'd program publishes the connections it takes over.
+ *
+ * Processes sharing a runtime directory may each have a pid namespace of their
+ * own (containers): a table names its process by its pid there and by that
+ * namespace, and the reader looks the process up in its own /proc. */
 #ifndef USMC_SOCKTAB_H
 #define USMC_SOCKTAB_H
 
@@ -26,7 +30,7 @@
 #include "decline.h"
 
 #define SOCKTAB_MAGIC 0x4b4154534355534dull
-#define SOCKTAB_VERSION 2u
+#define SOCKTAB_VERSION 3u
 /* Descriptors beyond this are not published (the file is sparse: only slots
  * written take memory). */
 #define SOCKTAB_MAX_SLOTS (1u << 20)
@@ -45,9 +49,10 @@ struct socktab_hdr {
 	uint32_t version;
 	uint32_t slot_size;
 	uint32_t nslots;
-	int32_t pid;
+	int32_t pid;              /* in its own pid namespace, */
 	_Atomic uint32_t used;    /* no slot at or above this was ever written */
-	uint32_t reserved[9];
+	uint32_t pidns;           /* which is this one (the inode of /proc/self/ns/pid) */
+	uint32_t reserved[8];
 };
 
 struct socktab_slot {

@@ -138,18 +138,16 @@ static int policy_excludes(const struct target *t, struct reg_report *r)
 
 static void ask_registry(const struct target *t, struct reg_report *r)
 {
-	char lp[4200], target[REGENTRY_LIST_MAX + 600], sock[4500];
+	char lp[4200], target[REGENTRY_LIST_MAX + 600], sock[4500], why[sizeof(cfg.rundir) + 128];
 	struct regentry e;
 	struct addr d;
 	struct stat st;
 	unsigned port = addr_port((const struct sockaddr *)&t->ss);
 
 	r->ok = 0;
-	if (config_rundir_ready() < 0) {
+	if (config_rundir_check(0, why, sizeof(why)) < 0) {
 		r->verdict = "rundir_unusable";
-		snprintf(r->detail, sizeof(r->detail),
-			 "the runtime directory %s cannot be trusted (not ours or root's, or "
-			 "writable by others): nothing is accelerated in it", cfg.rundir);
+		snprintf(r->detail, sizeof(r->detail), "%s: nothing is accelerated in it", why);
 		return;
 	}
 	if (policy_excludes(t, r))
@@ -224,7 +222,7 @@ static int find_own(struct procfile *f, void *arg)
 	struct own_slot *o = arg;
 	const struct socktab_hdr *h = socks_table(f);
 
-	if (h && f->alive && h->pid == getpid() && socks_slot(h, (uint32_t)o->fd, &o->sl))
+	if (h && f->alive && socks_pid(h) == getpid() && socks_slot(h, (uint32_t)o->fd, &o->sl))
 		o->found = 1;
 	return o->found;
 }
@@ -265,7 +263,7 @@ static int probe(const char *host, const char *port)
 	}
 	if (!o.found)
 		printf("error the library published nothing for the connection (USMC_DISABLE, or "
-		       "an unusable runtime directory)\n");
+		       "a runtime directory it cannot write in)\n");
 	else if (o.sl.state == SOCKTAB_SHM)
 		printf("accelerated\n");
 	else if (o.sl.state == SOCKTAB_TCP)
@@ -400,7 +398,10 @@ int cmd_check(int argc, char **argv)
 	if (config_load() < 0)
 		return 2;
 	ask_registry(&t, &r);
-	if (!no_connect)
+	if (!no_connect && !strcmp(r.verdict, "rundir_unusable"))
+		c = (struct conn_report){"error", -1,
+					 "not tried: the library would not use the runtime directory"};
+	else if (!no_connect)
 		connect_for_real(&t, &c);
 	int accel = no_connect ? r.ok : !strcmp(c.result, "accelerated");
 	if (json)

@@ -160,11 +160,15 @@ static int parse_options(int argc, char **argv)
 
 int cmd_run(int argc, char **argv)
 {
-	char lib[PATH_MAX], pre[8192];
+	char lib[PATH_MAX], pre[8192], why[sizeof(cfg.rundir) + 128];
 	int i = parse_options(argc, argv);
 
 	if (config_load() < 0)
 		return 2;
+	/* Judged now: the library could only step aside once the program runs.
+	 * Disabled, it uses no runtime directory. */
+	if (!cfg.disabled && config_rundir_check(1, why, sizeof(why)) < 0)
+		bad("%s", why);
 	lib_path(lib);
 	const char *old = getenv("LD_PRELOAD");
 #if defined(USMC_SANITIZER_RUNTIME) && defined(__SANITIZE_THREAD__)

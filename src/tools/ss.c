@@ -234,8 +234,8 @@ static int show_process(struct procfile *f, void *arg)
 		unlink(f->path);
 		return 0;
 	}
-	pid_t pid = h->pid;
-	if (tcp_table_read(pid, &tcp) < 0)
+	pid_t pid = socks_pid(h);
+	if (!pid || tcp_table_read(pid, &tcp) < 0)
 		return 0;
 	read_comm(pid, comm, sizeof(comm));
 	for (uint32_t i = 0, used = socks_used(h); i < used; i++) {

@@ -27,7 +27,7 @@ else
     SERVER_CPU=0 CLIENT_CPU=0
 fi
 
-declare -A _server_pid=() _server_log=()
+declare -A _server_pid=() _server_job=() _server_log=() _container_pid=()
 _netns=()
 . "$ROOT/tests/lib/ports.sh"
 
@@ -45,6 +45,11 @@ _cleanup() {
     done
     for name in "${!_server_pid[@]}"; do
         _reap "${_server_pid[$name]}"
+    done
+    # Killing a container's first process kills every process of its PID namespace.
+    for name in "${!_container_pid[@]}"; do
+        kill -KILL "${_container_pid[$name]}" 2>/dev/null || true
+        _reap "${_container_pid[$name]}"
     done
     if [ "$rc" -ne 0 ] && [ "$rc" -ne "$SKIP_STATUS" ]; then
         for name in "${!_server_log[@]}"; do
@@ -97,47 +102,89 @@ need() {
 }
 
 
-# Servers and clients run in the network namespace named by NETNS when it is set, e.g.
+# Servers and clients run in the container named by CONTAINER (see `container`), else in the
+# network namespace named by NETNS, when one is set, e.g.
 #   NETNS=left serve ...
 
-# _launcher MODE CPU: sets _cmd to the command prefix that runs a program in $NETNS, pinned to
-# CPU, under usmc when MODE is acc (and the suite is not in plain mode).
-_launcher() {
+# The runtime directory as a container sees it: the scenario's, bind-mounted there.
+CONTAINER_RUNDIR=/run/usmc
+
+# _place: sets _cmd to the command prefix that runs a program in $CONTAINER, as `docker exec`
+# does (in every namespace of the container's first process), or in $NETNS.
+_place() {
     _cmd=()
-    if [ -n "${NETNS-}" ]; then
+    if [ -n "${CONTAINER-}" ]; then
+        _cmd+=(nsenter --target "${_container_pid[$CONTAINER]:?unknown container $CONTAINER}" --all)
+    elif [ -n "${NETNS-}" ]; then
         _cmd+=(ip netns exec "$NETNS")
     fi
+}
+
+# inside CMD...: runs CMD where the scenario places programs, without usmc.
+inside() {
+    _place
+    "${_cmd[@]}" "$@"
+}
+
+# rundir_here: the runtime directory as a program placed there names it.
+rundir_here() {
+    if [ -n "${CONTAINER-}" ]; then
+        echo "$CONTAINER_RUNDIR"
+    else
+        echo "$RD"
+    fi
+}
+
+# _launcher MODE CPU: sets _cmd to the command prefix that runs a program in its place, pinned
+# to CPU, under usmc when MODE is acc (and the suite is not in plain mode).
+_launcher() {
+    _place
     case $1 in
         acc | plain) ;;
         *) fail "launch mode must be acc or plain, not '$1'" ;;
     esac
     _cmd+=(taskset -c "$2")
     if [ "$1" = acc ] && accelerating; then
-        _cmd+=("$USMC" run --rundir "$RD" --)
+        _cmd+=("$USMC" run --rundir "$(rundir_here)" --)
     fi
 }
 
-_in_netns() {
-    if [ -n "${NETNS-}" ]; then
-        ip netns exec "$NETNS" "$@"
-    else
-        "$@"
+# _spawn NAME MODE CPU CMD...: starts a program in the background, its output in $WORK/NAME.log;
+# stop NAME ends it. Every launcher stage execs the next, so $! is the program itself, but for
+# nsenter, which forks to enter a PID namespace: there the program is its child.
+_spawn() {
+    local name=$1 job
+    _launcher "$2" "$3"
+    shift 3
+    _server_log[$name]=$WORK/$name.log
+    "${_cmd[@]}" "$@" >"${_server_log[$name]}" 2>&1 &
+    job=$!
+    _server_job[$name]=$job
+    _server_pid[$name]=$job
+    if [ -n "${CONTAINER-}" ]; then
+        _server_pid[$name]=$(_child_of "$job") || fail "$name did not start: $(cat "${_server_log[$name]}")"
     fi
+}
+
+# _child_of PID: the one child of PID, once it has forked it.
+_child_of() {
+    local child
+    for _ in $(seq 100); do
+        child=$(pgrep -P "$1") && { echo "$child"; return; }
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
 }
 
 # serve NAME PORT MODE CMD...: starts a server in the background (its output in $WORK/NAME.log)
 # and returns once it listens on PORT.
 serve() {
     local name=$1 port=$2
-    _launcher "$3" "$SERVER_CPU"
-    shift 3
-    _server_log[$name]=$WORK/$name.log
-    # Every launcher stage execs the next, so $! is the server process itself.
-    "${_cmd[@]}" "$@" >"${_server_log[$name]}" 2>&1 &
-    _server_pid[$name]=$!
+    _spawn "$name" "$3" "$SERVER_CPU" "${@:4}"
     for _ in $(seq 200); do
         kill -0 "${_server_pid[$name]}" 2>/dev/null || fail "server $name exited before listening"
-        if [ -n "$(_in_netns ss -Htln "( sport = :$port )")" ]; then
+        if [ -n "$(inside ss -Htln "( sport = :$port )")" ]; then
             log "server $name listening on port $port (pid ${_server_pid[$name]})"
             return
         fi
@@ -146,12 +193,27 @@ serve() {
     fail "server $name does not listen on port $port"
 }
 
+# hold NAME MODE LINE CMD...: starts a client in the background that keeps its connection open,
+# and returns once its output has the line LINE; stop NAME ends it.
+hold() {
+    local name=$1 line=$3
+    _spawn "$name" "$2" "$CLIENT_CPU" "${@:4}"
+    for _ in $(seq 400); do
+        grep -qxF -- "$line" "${_server_log[$name]}" && return
+        kill -0 "${_server_pid[$name]}" 2>/dev/null ||
+            fail "client $name exited: $(cat "${_server_log[$name]}")"
+        sleep 0.05
+    done
+    fail "client $name did not print '$line'"
+}
+
 # stop NAME: terminates a server and waits for it, so its statistics are final.
 stop() {
     local pid=${_server_pid[$1]:?unknown server $1}
     kill -TERM "$pid" 2>/dev/null || true
     _reap "$pid"
-    unset "_server_pid[$1]"
+    wait "${_server_job[$1]}" 2>/dev/null || true
+    unset "_server_pid[$1]" "_server_job[$1]"
 }
 
 # server_done NAME: waits for a server that exits by itself and returns its exit status.
@@ -164,8 +226,8 @@ server_done() {
     if kill -0 "$pid" 2>/dev/null; then
         fail "server $1 did not exit"
     fi
-    wait "$pid" || rc=$?
-    unset "_server_pid[$1]"
+    wait "${_server_job[$1]}" || rc=$?
+    unset "_server_pid[$1]" "_server_job[$1]"
     return "$rc"
 }
 
@@ -261,6 +323,48 @@ new_netns() {
     ip netns add "$1" || skip "cannot create network namespaces (needs root)"
     _netns+=("$1")
     ip -n "$1" link set lo up
+}
+
+# container NAME [--pod OTHER] [UNSHARE_OPTION...]: a container as Docker, Podman and
+# Kubernetes make one: its own mount, PID, IPC, UTS and network namespaces, a private /tmp and
+# /run, and the scenario's runtime directory bind-mounted at $CONTAINER_RUNDIR. Its network
+# namespace is named NAME (for veth) and has loopback up; with --pod it shares OTHER's instead,
+# as the containers of one Kubernetes pod do. UNSHARE_OPTIONs add namespaces, such as
+# `--user --map-root-user`. Its first process only waits, as a pod's pause container does;
+# CONTAINER=NAME places programs in it. Stopped, with all it runs, when the scenario ends.
+container() {
+    local name=$1 join=() own=(--net) job init
+    shift
+    if [ "${1-}" = --pod ]; then
+        join=(nsenter --net="/run/netns/$2") own=()
+        shift 2
+    fi
+    # The bind mount comes first: the runtime directory may be under the /tmp it then hides.
+    "${join[@]}" unshare --mount --pid --fork --ipc --uts --mount-proc "${own[@]}" "$@" sh -c '
+        mount -t tmpfs tmpfs /run && mkdir "$1" && mount --bind "$0" "$1" &&
+            mount -t tmpfs tmpfs /tmp && exec sleep infinity' "$RD" "$CONTAINER_RUNDIR" \
+        >"$WORK/container-$name.log" 2>&1 &
+    job=$!
+    init=$(_child_of "$job") || fail "container $name did not start: $(cat "$WORK/container-$name.log")"
+    _container_pid[$name]=$init
+    # Ready once its mounts are made and it waits.
+    for _ in $(seq 100); do
+        [ "$(cat "/proc/$init/comm" 2>/dev/null)" = sleep ] && break
+        sleep 0.05
+    done
+    [ "$(cat "/proc/$init/comm" 2>/dev/null)" = sleep ] ||
+        fail "container $name failed: $(cat "$WORK/container-$name.log")"
+    if [ ${#own[@]} -gt 0 ]; then
+        ip netns attach "$name" "$init" || fail "cannot name the network namespace of container $name"
+        _netns+=("$name")
+        ip -n "$name" link set lo up
+    fi
+    log "container $name: first process $init"
+}
+
+# ns_pid PID: the pid the process PID has in its own PID namespace.
+ns_pid() {
+    awk '$1 == "NSpid:" { print $NF }' "/proc/$1/status"
 }
 
 # veth NS_A DEV_A ADDR_A NS_B DEV_B ADDR_B: joins two namespaces with a veth pair whose ends are
@@ -360,8 +464,11 @@ download() {
 # start_redis NAME ADDR PORT MODE: a redis-server without persistence. Protected mode would
 # refuse clients in another namespace; only namespaces of this scenario can reach ADDR.
 start_redis() {
+    local dir=$WORK
+    # A container has a /tmp of its own.
+    [ -z "${CONTAINER-}" ] || dir=/tmp
     serve "$1" "$3" "$4" redis-server --port "$3" --bind "$2" --save '' \
-        --appendonly no --protected-mode no --dir "$WORK" --daemonize no
+        --appendonly no --protected-mode no --dir "$dir" --daemonize no
 }
 
 # redis_roundtrip MODE ADDR PORT KEY SIZE: a binary value SET from a file and read back raw must

@@ -3,7 +3,8 @@
 # installed copy with pkg-config (examples/smc_echo.c, no LD_PRELOAD, no usmc run) talks to
 # itself: its IPPROTO_SMC sockets go through shared memory, the same program with plain TCP
 # sockets is left alone, and the installed `usmc` finds the installed library. The man pages are
-# installed and agree with the commands' --help (manpages.sh).
+# installed and agree with the commands' --help (manpages.sh). scripts/install-deps.sh, run by
+# a user who lacks a package, goes through sudo at a terminal and stops without one.
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -82,4 +83,23 @@ check "the linked program's plain sockets under usmc run: accelerated" \
     '[ "$out" = "ok 100000" ] && [ "$(stat_of "$rd" conn_accelerated)" -ge 2 ]'
 
 man_checks
+
+# A sudo that only says how it was called, and a package no machine has: nothing is installed.
+fake=$WORK/fakebin
+mkdir -m 755 "$fake" && printf '#!/bin/sh\necho "sudo $*"\n' >"$fake/sudo" && chmod 755 "$fake/sudo"
+chmod 711 "$WORK"
+as_user=()
+[ "$(id -u)" -ne 0 ] || as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+absent=usmc-no-such-package
+out=$(timeout 20 "${as_user[@]}" env PATH="$fake:$PATH" scripts/install-deps.sh "$absent" \
+    </dev/null 2>&1)
+rc=$?
+echo "$out" >"$WORK/deps.log"
+check "install-deps without a terminal: names what is missing and stops" \
+    '[ "$rc" = 1 ] && [ "$out" = "install-deps: run as root, or install: $absent" ]' "$WORK/deps.log"
+out=$(timeout 20 "${as_user[@]}" env PATH="$fake:$PATH" \
+    script -qec "scripts/install-deps.sh $absent" /dev/null 2>&1 | tr -d '\r')
+echo "$out" >"$WORK/deps.log"
+check "install-deps at a terminal: again through sudo, for what is missing" \
+    'grep -qx "sudo -- scripts/install-deps.sh $absent" <<<"$out"' "$WORK/deps.log"
 check_end

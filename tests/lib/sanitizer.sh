@@ -23,3 +23,15 @@ san_reports() {
     grep -qE '^(==[0-9]+==ERROR: [A-Za-z]+Sanitizer|WARNING: ThreadSanitizer)|: runtime error: ' \
         "$@" 2>/dev/null
 }
+
+# san_preload BUILD: LD_PRELOAD that loads BUILD's library as usmc run does: a sanitizer's
+# runtime before it (AddressSanitizer) or after it (ThreadSanitizer).
+san_preload() {
+    local lib=$1/lib/libusmc.so rt
+    rt=$(readelf -d "$lib" | sed -n 's/.*Shared library: \[\(lib[at]san\.so[^]]*\)\].*/\1/p')
+    case $(san_of "$1") in
+    asan) echo "$rt:$lib" ;;
+    tsan) echo "$lib:$rt" ;;
+    *) echo "$lib" ;;
+    esac
+}

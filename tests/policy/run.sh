@@ -2,8 +2,9 @@
 # Policy: which sockets use shared memory. Clients, listeners and accepted connections that the
 # rules exclude (by peer or local address, IPv4 and IPv6, port, process name, IPPROTO_SMC) fall
 # back to plain TCP with the reason `policy`, byte-exact, and the others are accelerated; a bad
-# policy or setting stops `usmc run` before the program starts, and makes the library step aside
-# with one message. USMC_BUILD selects the build (default: build).
+# policy or setting, or a runtime directory that cannot be trusted, stops `usmc run` before the
+# program starts, and makes the library step aside with one message. USMC_BUILD selects the build
+# (default: build).
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -162,6 +163,82 @@ check "library, bad USMC_POLICY: one message in each process" \
     '[ "$(grep -c "USMC_POLICY:1: exclude port 99999:" <<<"$out")" = 2 ]' "$WORK/out.log"
 check "library, bad USMC_POLICY: usmc stepped aside" \
     '[ "$(stat_of "$rd" conn_accelerated)" = 0 ] && [ "$(stat_of "$rd" conn_fallback)" = 0 ]'
+
+# The runtime directory: one the library could not trust is refused by usmc run, with why, before
+# the program starts.
+open_rd=$WORK/open-rundir
+mkdir "$open_rd" && chmod 777 "$open_rd"
+USMC_RUNDIR=$open_rd rejected "runtime directory writable by others" \
+    "usmc run: runtime directory $open_rd is writable by others (mode 777)"
+rejected "--rundir writable by others" "runtime directory $open_rd is writable by others" \
+    --rundir "$open_rd"
+ln -s "$(fresh_rundir)" "$WORK/link-rundir"
+rejected "runtime directory a symbolic link" \
+    "runtime directory $WORK/link-rundir is a symbolic link" --rundir "$WORK/link-rundir"
+touch "$WORK/file-rundir"
+rejected "runtime directory not a directory" \
+    "runtime directory $WORK/file-rundir is not a directory" --rundir "$WORK/file-rundir"
+rejected "runtime directory that cannot be created" \
+    "runtime directory $WORK/none/rundir cannot be created: No such file or directory" \
+    --rundir "$WORK/none/rundir"
+# Only root can give a directory away. Root's usmc run leaves the owner to the program, which
+# may become that user (runuser, su); another user's refuses it.
+if [ "$(id -u)" -eq 0 ]; then
+    other_rd=$(fresh_rundir)
+    chown 65534 "$other_rd"
+    chmod 711 "$WORK"
+    setpriv --reuid=65533 --regid=65533 --clear-groups "$USMC" run --rundir "$other_rd" -- true \
+        2>"$WORK/err.log"
+    rc=$?
+    check "rejected: runtime directory of another user" '[ "$rc" = 2 ] && grep -qF -- \
+        "usmc run: runtime directory $other_rd belongs to uid 65534, neither to uid 65533 nor to root" \
+        "$WORK/err.log"' "$WORK/err.log"
+    out=$("$USMC" run --rundir "$other_rd" -- runuser -u nobody -- echo ran 2>&1)
+    check "root's usmc run, another user's runtime directory: the program runs" '[ "$out" = ran ]'
+fi
+missing_rd=$WORK/missing-rundir
+out=$("$USMC" run --rundir "$missing_rd" -- echo ran 2>&1)
+check "usmc run: a missing runtime directory that can be made passes, and is left to the program" \
+    '[ "$out" = ran ] && [ ! -e "$missing_rd" ]'
+out=$(USMC_DISABLE=1 "$USMC" run --rundir "$open_rd" -- echo ran 2>&1)
+check "USMC_DISABLE=1: no runtime directory to judge" '[ "$out" = ran ]'
+
+# The library loaded without usmc run, preloaded or linked, says once per process why it does not
+# use the directory, and the program runs on plain TCP; it says nothing when it has no socket to
+# accelerate, or when the directory is good.
+PRELOAD=(env LD_PRELOAD="$(san_preload "$build")")
+# library_says NAME RUNDIR TIMES preloaded|linked|run [smc]: an echo pair on RUNDIR, both ends
+# loading the library that way (run: under usmc run), must be exact, and each end must print TIMES
+# lines REFUSED, and nothing else.
+library_says() {
+    local out said=$3
+    case $4 in
+    preloaded) SERVER_RUN=("${PRELOAD[@]}") CLIENT_RUN=("${PRELOAD[@]}") ;;
+    linked) SERVER_RUN=() CLIENT_RUN=() ;;
+    run) SERVER_RUN=("$USMC" run --) CLIENT_RUN=("$USMC" run --) ;;
+    esac
+    out=$(echo_pair "$2" 127.0.0.1 127.0.0.1 "$BYTES" "${5:-tcp}")
+    echo "$out" >"$WORK/out.log"
+    # The pair's output is the client's, then the server's, which is also left in server.out.
+    check "$1: echo exact, $3 message(s) from each end, nothing else" \
+        '[ "$(grep -c "^ok $BYTES$" <<<"$out")" = 1 ] && [ "$(grep -cvx "ok $BYTES" <<<"$out")" = $((2 * said)) ] &&
+         [ "$(grep -cxF "$REFUSED" <<<"$out")" = $((2 * said)) ] &&
+         [ "$(grep -cvx listening "$WORK/server.out")" = "$said" ]' "$WORK/out.log"
+}
+REFUSED="usmc: runtime directory $open_rd is writable by others (mode 777); running without acceleration"
+library_says "preloaded, open runtime directory" "$open_rd" 1 preloaded
+library_says "linked, IPPROTO_SMC, open runtime directory" "$open_rd" 1 linked smc
+library_says "linked, plain sockets, open runtime directory" "$open_rd" 0 linked
+check "open runtime directory: the library left nothing in it" '[ -z "$(ls -A "$open_rd")" ]'
+rd=$(fresh_rundir)
+library_says "preloaded, good runtime directory" "$rd" 0 preloaded
+counters "preloaded, good runtime directory" 2 0 0
+# Let through by root's usmc run, another user's directory is refused by the library of a
+# program that stays root.
+if [ -n "${other_rd-}" ]; then
+    REFUSED="usmc: runtime directory $other_rd belongs to uid 65534, neither to uid 0 nor to root; running without acceleration"
+    library_says "root's program, another user's runtime directory" "$other_rd" 1 run
+fi
 
 # The library reads a policy file named by USMC_POLICY.
 rd=$(fresh_rundir)

@@ -15,21 +15,10 @@ server() {
     printf -v "PORT_$1" %s "$port"
 }
 
-# hold NAME MODE ADDR PORT BYTES [specials]: a client that made its exchange and keeps its
+# peer_client NAME MODE ADDR PORT BYTES [specials]: a client that made its exchange and keeps its
 # connection open until the case ends; stopped like a server.
-hold() {
-    local name=$1 log=$WORK/$1.log
-    _launcher "$2" "$CLIENT_CPU"
-    shift 2
-    _server_log[$name]=$log
-    "${_cmd[@]}" "$PEER" client "$@" >"$log" 2>&1 &
-    _server_pid[$name]=$!
-    for _ in $(seq 400); do
-        grep -qx ok "$log" && return
-        kill -0 "${_server_pid[$name]}" 2>/dev/null || fail "client $name exited: $(cat "$log")"
-        sleep 0.05
-    done
-    fail "client $name made no exchange"
+peer_client() {
+    hold "$1" "$2" ok "$PEER" client "${@:3}"
 }
 
 pid_of() { echo "${_server_pid[$1]:?unknown peer $1}"; }
@@ -71,7 +60,7 @@ sockets() { "$USMC" ss --rundir "$RD" "$@" || fail "usmc ss $* failed"; }
 case_ss_accelerated() {
     export USMC_RING_SIZE=65536
     server srv acc 127.0.0.1
-    hold cli acc 127.0.0.1 "$PORT_srv" 100000
+    peer_client cli acc 127.0.0.1 "$PORT_srv" 100000
     local s c j=$WORK/ss.json
     s=$(pid_of srv) c=$(pid_of cli)
 
@@ -110,9 +99,9 @@ case_ss_accelerated() {
 
 case_ss_fallback() {
     server accsrv acc 127.0.0.1
-    hold plaincli plain 127.0.0.1 "$PORT_accsrv" 1000
+    peer_client plaincli plain 127.0.0.1 "$PORT_accsrv" 1000
     server plainsrv plain 127.0.0.1
-    hold acccli acc 127.0.0.1 "$PORT_plainsrv" 1000
+    peer_client acccli acc 127.0.0.1 "$PORT_plainsrv" 1000
     local j=$WORK/ss.json
     usmc_json ss "$j" ss --rundir "$RD"
     expect "fallen back" "$(jget "$j" 'sorted((x["side"], x["pid"], x["mode"], x["decline"]["code"], x["decline"]["name"]) for x in d["sockets"])')" \
@@ -126,10 +115,10 @@ case_ss_fallback() {
 # Counters by side, the special calls and the ring histogram, surviving exit, then reset.
 case_stats() {
     server accsrv acc 127.0.0.1
-    hold special acc 127.0.0.1 "$PORT_accsrv" 5000 specials
-    hold plaincli plain 127.0.0.1 "$PORT_accsrv" 1000
+    peer_client special acc 127.0.0.1 "$PORT_accsrv" 5000 specials
+    peer_client plaincli plain 127.0.0.1 "$PORT_accsrv" 1000
     server plainsrv plain 127.0.0.1
-    hold acccli acc 127.0.0.1 "$PORT_plainsrv" 1000
+    peer_client acccli acc 127.0.0.1 "$PORT_plainsrv" 1000
     local j=$WORK/stats.json
     usmc_json stats "$j" stats --rundir "$RD"
     expect "client side" "$(jget "$j" '(d["client"]["conn_accelerated"], d["client"]["conn_fallback"], [(r["name"], r["code"], r["count"]) for r in d["client"]["fallback_reasons"]])')" \
@@ -169,9 +158,9 @@ case_stats() {
 
     # A running process keeps counting after a reset, from zero.
     server srv2 acc 127.0.0.1
-    hold cli2 acc 127.0.0.1 "$PORT_srv2" 100
+    peer_client cli2 acc 127.0.0.1 "$PORT_srv2" 100
     "$USMC" stats --rundir "$RD" reset || fail "reset failed"
-    hold cli3 acc 127.0.0.1 "$PORT_srv2" 100
+    peer_client cli3 acc 127.0.0.1 "$PORT_srv2" 100
     usmc_json stats "$j" stats --rundir "$RD"
     expect "counted after a reset" "$(jget "$j" '(d["client"]["conn_accelerated"], d["server"]["conn_accelerated"], d["running"])')" "(1, 1, 3)"
 }
@@ -212,6 +201,14 @@ case_check() {
         "('policy', True)"
     USMC_POLICY="exclude peer 10.0.0.0/8" usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.1:$PORT_accsrv"
     expect "policy elsewhere" "$(jget "$j" 'd["registry"]["verdict"]')" registered
+
+    # A runtime directory others can write: judged as usmc run judges it, and not tried.
+    local open=$WORK/open
+    mkdir "$open" && chmod 777 "$open"
+    usmc_json check "$j" check --rundir "$open" "127.0.0.1:$PORT_accsrv"
+    expect "open runtime directory: status" "$RC" 1
+    expect "open runtime directory" "$(jget "$j" '(d["registry"]["verdict"], d["registry"]["detail"], d["connection"]["result"], d["connection"]["detail"])')" \
+        "('rundir_unusable', 'runtime directory $open is writable by others (mode 777): nothing is accelerated in it', 'error', 'not tried: the library would not use the runtime directory')"
 
     usmc_json check "$j" check --rundir "$RD" --no-connect "127.0.0.2:$PORT_accsrv"
     expect "another address: status" "$RC" 1

@@ -59,7 +59,9 @@ struct usock {
 	_Atomic int peer_end;
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
 	uint64_t deadline_ns;       /* client: give up waiting for the attach */
-	uint64_t recheck_ns;        /* client: look at TCP and the registry again */
+	/* client: look at TCP and the registry again; a blocked call's wait reads
+	 * it without the lock a check moves it under */
+	_Atomic uint64_t recheck_ns;
 	struct sockaddr_storage dst; /* client: where it connected */
 	uint64_t conn_id;
 	struct seg_loc seg;

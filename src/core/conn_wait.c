@@ -180,9 +180,9 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	struct lgr *g = s->seg.lgr;
 	int pending = mode_of(s) == MODE_PENDING;
 
-	uint64_t dl = deadline;
-	if (pending && (!dl || s->recheck_ns < dl))
-		dl = s->recheck_ns;
+	uint64_t dl = deadline, recheck = atomic_load_explicit(&s->recheck_ns, memory_order_relaxed);
+	if (pending && (!dl || recheck < dl))
+		dl = recheck;
 	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
 	if (s->connected && (events == POLLIN || events == POLLOUT)) {

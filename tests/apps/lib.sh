@@ -339,10 +339,13 @@ container() {
         join=(nsenter --net="/run/netns/$2") own=()
         shift 2
     fi
-    # The bind mount comes first: the runtime directory may be under the /tmp it then hides.
+    # The bind mounts come first: the runtime directory and the checkout (the build the
+    # container runs) may be under the /tmp they then hide; the checkout goes back to its path.
     "${join[@]}" unshare --mount --pid --fork --ipc --uts --mount-proc "${own[@]}" "$@" sh -c '
-        mount -t tmpfs tmpfs /run && mkdir "$1" && mount --bind "$0" "$1" &&
-            mount -t tmpfs tmpfs /tmp && exec sleep infinity' "$RD" "$CONTAINER_RUNDIR" \
+        mount -t tmpfs tmpfs /run && mkdir "$1" /run/.checkout && mount --bind "$0" "$1" &&
+            mount --bind "$2" /run/.checkout && mount -t tmpfs tmpfs /tmp &&
+            { [ -d "$2" ] || { mkdir -p "$2" && mount --bind /run/.checkout "$2"; }; } &&
+            exec sleep infinity' "$RD" "$CONTAINER_RUNDIR" "$ROOT" \
         >"$WORK/container-$name.log" 2>&1 &
     job=$!
     init=$(_child_of "$job") || fail "container $name did not start: $(cat "$WORK/container-$name.log")"

@@ -688,11 +688,15 @@ static int prop_any(struct prop *p, const void *unused)
  * an arena we have mapped. Unmatched ones expire like any other. */
 static void server_lgr_dead(struct lgr *g)
 {
+	/* Once: a proposal of a dead group may make it the last match again,
+	 * and its channel, read again, says again that it is gone. */
+	if (g->dead)
+		return;
+	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
 	if (srv.last == g) {
 		srv.last = NULL;
 		lgr_put(g);
 	}
-	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
 	for (struct lgr **pp = &srv.lgrs; *pp; pp = &(*pp)->next)
 		if (*pp == g) {
 			*pp = g->next;
@@ -965,7 +969,7 @@ static struct prop *take_proposal(const struct addr *local, const struct addr *p
 	/* A client's proposal comes just before its connection: most likely next in
 	 * the channel the last one came from. Read that one message by message
 	 * before looking at every channel. */
-	for (struct lgr *g = srv.last; !hit && g && server_read_one(g);) {
+	for (struct lgr *g = srv.last; !hit && g && !g->dead && server_read_one(g);) {
 		server_resolve();
 		hit = take_match(local, peer);
 	}

@@ -43,13 +43,31 @@ void usock_put(struct usock *s)
 	obj_free(&s->o);
 }
 
+void conn_set_buf(struct usock *s, int fd, int name, int size)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	if (name == SO_SNDBUF) {
+		s->sndbuf = size;
+		return;
+	}
+	s->rcvbuf = size;
+	/* The kernel doubles it and enforces a minimum: what it reports counts. */
+	if (real.getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) == 0)
+		s->rcvbuf_eff = v;
+}
+
 /* Copies one direction under its lock: current even when another holder moved
  * the cursors. Unless told to wait, a direction whose lock another operation
  * holds is not copied (VIEW_BUSY(d)): a signal handler's poll() may have
- * interrupted that very operation. */
+ * interrupted that very operation. A newer urgent cursor is taken on the way,
+ * as TCP takes an urgent pointer when it arrives, not at the next read: what
+ * its arrival drops depends on where the reader stands then. */
 static unsigned view_end(struct usock *s, enum hold_dir d, struct ring_end *e, int wait)
 {
 	pthread_mutex_t *m = d == HOLD_TX ? &s->tx_lock : &s->rx_lock;
+	uint64_t avail;
 
 	if (wait)
 		pthread_mutex_lock(m);
@@ -58,6 +76,16 @@ static unsigned view_end(struct usock *s, enum hold_dir d, struct ring_end *e, i
 	*e = d == HOLD_TX ? s->tx : s->rx;
 	if (s->hold)
 		holders_peek(s->hold, d, e);
+	if (d == HOLD_RX && e->sh && urg_news(e)) {
+		if (s->hold)
+			holders_lock(s->hold, d, &s->rx);
+		/* A broken cursor is left for the caller's own look to find. */
+		if (ring_avail(&s->rx, &avail) == 0)
+			urg_update(s, &s->rx, 1);
+		*e = s->rx;
+		if (s->hold)
+			holders_unlock(s->hold, d, &s->rx);
+	}
 	pthread_mutex_unlock(m);
 	return 0;
 }
@@ -79,6 +107,9 @@ void rings_setup(struct usock *s)
 		      s->seg.ring_size[tx]);
 	ring_end_init(&s->rx, &h->ring[rx], seg_ring_data(h, rx, s->seg.ring_size),
 		      s->seg.ring_size[rx]);
+	/* An owner set before the connection existed. */
+	if (s->sigurg)
+		atomic_store_explicit(&s->rx.sh->cons_sigurg, s->sigurg, memory_order_relaxed);
 }
 
 /* Rings a peer may still make after we counted its rings for the last time

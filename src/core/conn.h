@@ -73,6 +73,11 @@ struct usock {
 	_Atomic uint32_t bells_drained;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
+	int rcvbuf_eff;             /* SO_RCVBUF as getsockopt() reports it once set, else 0 */
+	int oobinline;              /* SO_OOBINLINE */
+	/* The socket's owner (F_SETOWN) as the peer's sender is told (ring.h,
+	 * cons_sigurg), published once the rings exist. */
+	int32_t sigurg;
 	/* listener */
 	struct sockaddr_storage bound;
 	int registered;
@@ -143,6 +148,15 @@ struct usock *conn_import(const struct conn_export *x);
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* recv(MSG_OOB); msg_flags (may be NULL) gets what recvmsg() reports. */
+ssize_t conn_recv_urg(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      int *msg_flags);
+/* SIOCATMARK. */
+int conn_atmark(struct usock *s, int fd, int *out);
+/* setsockopt(SO_SNDBUF or SO_RCVBUF, size) succeeded. */
+void conn_set_buf(struct usock *s, int fd, int name, int size);
+/* F_SETOWN_EX (type: F_OWNER_*; id 0 for none), or its equivalents, succeeded. */
+void conn_set_owner(struct usock *s, int type, pid_t id);
 int conn_shutdown(struct usock *s, int fd, int how);
 /* The last descriptor of a connection (not a listener: conn_listener_closed()) is
  * being closed. Returns 1 when conn_close_finish() must follow once the kernel

@@ -170,6 +170,43 @@ static inline size_t iov_total(const struct iovec *iov, int iovcnt)
 	return t;
 }
 
+/* ------------------------------------------------------------ conn_urg.c */
+
+/* Our receive buffer, as getsockopt(SO_RCVBUF) reports it. */
+static inline uint64_t conn_rcv_window(const struct usock *s)
+{
+	return s->rcvbuf_eff ? (uint64_t)s->rcvbuf_eff : sys_tcp_rcvbuf();
+}
+
+/* The producer published an urgent cursor rx has not taken. */
+static inline int urg_news(const struct ring_end *rx)
+{
+	return atomic_load_explicit(&rx->sh->prod_urg, memory_order_relaxed) != rx->urg;
+}
+
+/* Urgent data may concern a read of rx (ring_avail() just read the producer's
+ * line, which holds the urgent cursor too): a newer cursor, or a byte not
+ * passed yet. A connection that never saw any pays one test. */
+static inline int urg_pending(const struct ring_end *rx)
+{
+	return __builtin_expect((atomic_load_explicit(&rx->sh->prod_urg, memory_order_relaxed) |
+				 rx->urg) != 0, 0) &&
+	       (urg_news(rx) || ring_urg_live(rx));
+}
+
+/* Takes a newer urgent cursor into rx: the bytes its arrival drops (ring.h),
+ * consumed when commit (rx is ours, under its lock), else only passed (a
+ * copy); -1 for a forged cursor. */
+int64_t urg_update(struct usock *s, struct ring_end *rx, int commit);
+/* How the urgent byte stands, as TCP's urg_data: none (or passed), announced
+ * but not arrived, arrived, read with MSG_OOB. */
+enum { URG_NONE, URG_NOTYET, URG_VALID, URG_READ };
+int urg_state(struct usock *s, const struct ring_end *rx);
+/* FIONREAD of avail bytes: up to the mark when the urgent byte is there. */
+uint64_t urg_inq(struct usock *s, const struct ring_end *rx, uint64_t avail);
+/* Urgent data went out: SIGURG to the peer's socket owner. */
+void urg_signal(struct usock *s);
+
 /* ------------------------------------------------------------ conn_share.c */
 
 void mark_handed(struct usock *s);

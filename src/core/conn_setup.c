@@ -192,6 +192,11 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
+	/* What an accepted socket inherits from its listener (sk_clone_lock()). */
+	s->oobinline = l->oobinline;
+	s->sndbuf = l->sndbuf;
+	s->rcvbuf = l->rcvbuf;
+	s->rcvbuf_eff = l->rcvbuf_eff;
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
 	     (!worth_asking(l, c.local.port) || handoff_fetch(&c, &loc, &bell, &id) != 1))) {

@@ -75,10 +75,11 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 		.arena_size = s->seg.arena->size, .seg_off = s->seg.off, .seg_size = s->seg.size,
 		.ring_size = {s->seg.ring_size[0], s->seg.ring_size[1]},
 		.tx_pos = s->tx.pos, .tx_peer = s->tx.peer, .tx_cap = s->tx.cap,
-		.rx_pos = s->rx.pos, .rx_peer = s->rx.peer,
+		.rx_pos = s->rx.pos, .rx_peer = s->rx.peer, .rx_urg = s->rx.urg,
 		.tx_rung = s->tx.last_rung, .rx_rung = s->rx.last_rung,
+		.rx_urg_read = s->rx.urg_read, .oobinline = s->oobinline,
 		.rcvtimeo = s->rcvtimeo, .sndtimeo = s->sndtimeo,
-		.sndbuf = s->sndbuf, .rcvbuf = s->rcvbuf,
+		.sndbuf = s->sndbuf, .rcvbuf = s->rcvbuf, .rcvbuf_eff = s->rcvbuf_eff,
 	};
 	op_unlock(s, HOLD_RX);
 	op_unlock(s, HOLD_TX);
@@ -124,6 +125,9 @@ struct usock *conn_import(const struct conn_export *in)
 	s->rx.pos = x.rx_pos;
 	s->rx.peer = x.rx_peer;
 	s->rx.last_rung = x.rx_rung;
+	s->rx.urg = x.rx_urg;
+	s->rx.urg_read = x.rx_urg_read;
+	s->oobinline = x.oobinline;
 	if (x.hold_fd >= 0) {
 		if (!(s->hold = holders_adopt(x.hold_fd)))
 			goto fail;
@@ -140,6 +144,7 @@ struct usock *conn_import(const struct conn_export *in)
 	s->sndtimeo = x.sndtimeo;
 	s->sndbuf = x.sndbuf;
 	s->rcvbuf = x.rcvbuf;
+	s->rcvbuf_eff = x.rcvbuf_eff;
 	atomic_store(&s->mode, MODE_SHM);
 	socktab_note(x.fd, s);
 	return s;

@@ -32,18 +32,15 @@ static int iov_rest(const struct iovec *iov, int iovcnt, size_t skip, struct iov
 	return k;
 }
 
-ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+/* A send; oob is constant in each of conn_send()'s two instances, so that a
+ * send that is not urgent carries none of the urgent one's work. */
+static inline __attribute__((always_inline)) ssize_t
+send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int oob)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0;
 	int nb = s->nonblock || (flags & MSG_DONTWAIT), counted_full = 0;
 
-	if (flags & MSG_OOB) {
-		/* Urgent data has no place in a byte ring. */
-		stat_add(STAT_OOB_CALLS, 1);
-		errno = EOPNOTSUPP;
-		return -1;
-	}
 	op_lock(s, HOLD_TX);
 	for (;;) {
 		if (mode_of(s) == MODE_PENDING && s->connected)
@@ -81,11 +78,20 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			 * piece while we copy in the next. */
 			if (n > PUBLISH_CHUNK)
 				n = PUBLISH_CHUNK;
-			ring_produce(&s->tx, iov, iovcnt, done, n);
+			ring_write(&s->tx, iov, iovcnt, done, n);
+			/* The urgent mark goes with the last byte of the call, and
+			 * with the last before each wait for room, as tcp_sendmsg()
+			 * marks what it has queued whenever it pushes. */
+			int urgent = oob && (done + n == want || n == space);
+			if (urgent)
+				ring_mark_urgent(&s->tx);
+			ring_publish(&s->tx);
 			note_cpu(&s->tx.sh->prod_cpu);
 			done += n;
 			stat_add(STAT_BYTES_SENT, n);
 			notify_data(s);
+			if (urgent)
+				urg_signal(s);
 			if (done == want)
 				break;
 			continue;
@@ -130,6 +136,17 @@ tcp:
 fail:
 	op_unlock(s, HOLD_TX);
 	return -1;
+}
+
+ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	if (!(flags & MSG_OOB))
+		return send_body(s, fd, iov, iovcnt, flags, 0);
+	stat_add(STAT_OOB_CALLS, 1);
+	/* A client whose attach is pending may yet fall back and send what the
+	 * ring holds on TCP, which would know nothing of the mark in it. */
+	conn_settle(s, fd);
+	return send_body(s, fd, iov, iovcnt, flags, 1);
 }
 
 int conn_outq(struct usock *s, int fd, int *out)

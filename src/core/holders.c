@@ -15,6 +15,8 @@ struct end_state {
 	pthread_mutex_t lock;   /* process-shared and robust: a holder may die in it */
 	uint64_t pos, peer;
 	uint32_t last_rung;
+	uint64_t urg;
+	int urg_read;
 };
 
 struct holders {
@@ -43,6 +45,8 @@ static void save(struct end_state *s, const struct ring_end *e)
 	s->pos = e->pos;
 	s->peer = e->peer;
 	s->last_rung = e->last_rung;
+	s->urg = e->urg;
+	s->urg_read = e->urg_read;
 }
 
 static struct holders *map_page(int fd)
@@ -131,6 +135,8 @@ void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
 	e->pos = s->pos;
 	e->peer = s->peer;
 	e->last_rung = s->last_rung;
+	e->urg = s->urg;
+	e->urg_read = s->urg_read;
 }
 
 void holders_peek(struct holders *h, enum hold_dir d, struct ring_end *e)

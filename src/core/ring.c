@@ -17,6 +17,8 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 	r->peer = 0;
 	r->last_rung = 0;
 	r->rewind_at = 0;
+	r->urg = 0;
+	r->urg_read = 0;
 }
 
 int ring_avail(struct ring_end *r, uint64_t *avail)
@@ -58,6 +60,45 @@ int ring_space(struct ring_end *r, uint64_t *space)
 	r->peer = cons;
 	*space = r->cap - (r->pos - cons);
 	return RING_OK;
+}
+
+int ring_urg_news(const struct ring_end *r, uint64_t *urg, uint64_t *run)
+{
+	uint64_t u = atomic_load_explicit(&r->sh->prod_urg, memory_order_relaxed);
+
+	if (u == r->urg)
+		return RING_OK;
+	/* A cursor moves forward, within a ring of ours. */
+	if (u < r->urg || (u > r->pos && u - r->pos > r->size))
+		return RING_CORRUPT;
+	/* Stored, but its prod is not published yet (or we read an older one). */
+	if (u > r->peer)
+		return RING_OK;
+	/* A run cannot start past its end; a forged one drops only bytes the
+	 * producer could have sent urgent one by one. (A byte already consumed,
+	 * which a holder that died before saving its state may leave behind,
+	 * is taken as passed: its run is itself.) */
+	*run = atomic_load_explicit(&r->sh->prod_urg_run, memory_order_relaxed);
+	if (*run > u || u <= r->pos)
+		*run = u;
+	*urg = u;
+	return 1;
+}
+
+uint64_t ring_urg_take(struct ring_end *r, uint64_t urg, uint64_t run)
+{
+	uint64_t p = r->pos;
+
+	/* The reader stands at the older urgent byte, read with MSG_OOB or not:
+	 * the newer cursor drops it. */
+	if (ring_urg_live(r) && r->urg - 1 == p)
+		p++;
+	/* At a byte of the run with a newer one after it: each drops in turn. */
+	if (p + 1 >= run && p + 1 < urg)
+		p = urg - 1;
+	r->urg = urg;
+	r->urg_read = 0;
+	return p - r->pos;
 }
 
 /* Walks an iovec array and a ring span together; dir 0 copies ring->iov. */
@@ -127,13 +168,26 @@ static void rewind_if_empty(struct ring_end *r, size_t len)
 	r->rewind_at = r->pos + RING_REWIND_AT;
 }
 
-void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		  size_t len)
+/* The last cursor and its run are read back from our own line: whoever
+ * scribbled on them changes only which urgent bytes the consumer drops. The run
+ * goes first: a consumer that sees the new cursor sees its run. */
+void ring_mark_urgent(struct ring_end *r)
+{
+	uint64_t last = atomic_load_explicit(&r->sh->prod_urg, memory_order_relaxed);
+	uint64_t run = atomic_load_explicit(&r->sh->prod_urg_run, memory_order_relaxed);
+
+	atomic_store_explicit(&r->sh->prod_urg_run,
+			      last + 1 == r->pos && run && run <= last ? run : r->pos,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->sh->prod_urg, r->pos, memory_order_relaxed);
+}
+
+void ring_write(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		size_t len)
 {
 	rewind_if_empty(r, len);
 	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1);
 	r->pos += len;
-	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);
 }
 
 void ring_arm(_Atomic uint32_t *wait)

@@ -171,11 +171,15 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	ssize_t r = done(s, conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen, peeking(flags)));
+	int mf = 0;
+	ssize_t r = done(s, flags & MSG_OOB ? conn_recv_urg(s, fd, m->msg_iov, (int)m->msg_iovlen,
+							      peeking(flags), &mf)
+					    : conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen,
+							peeking(flags)));
 	if (r >= 0) {
 		m->msg_namelen = 0;
 		m->msg_controllen = 0;
-		m->msg_flags = 0;
+		m->msg_flags = mf;
 	}
 	return r;
 }

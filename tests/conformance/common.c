@@ -828,3 +828,63 @@ void cf_echo_once(int l)
     close(s);
     cf_join();
 }
+
+void cf_show_urgent(int fd, const char *when)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};
+    int mark = -1, queued = -1;
+
+    CHECK(poll(&p, 1, 0) >= 0);
+    if (ioctl(fd, SIOCATMARK, &mark) < 0 || ioctl(fd, FIONREAD, &queued) < 0)
+        FAIL("SIOCATMARK or FIONREAD: %s", cf_errname(errno));
+    printf("%s: %s, at mark %d, %d queued\n", when, cf_poll_str(p.revents), mark, queued);
+}
+
+long cf_recv_oob(int fd, const char *label, int flags)
+{
+    char c = 0;
+    long r = recv(fd, &c, 1, MSG_OOB | flags);
+    int e = errno;
+
+    if (r == 1)
+        printf("%s: '%c'\n", label, c);
+    else
+        cf_report(label, r, e);
+    return r;
+}
+
+volatile sig_atomic_t cf_urgent_signals;
+int cf_urgent_ack = -1;
+
+static void on_sigurg(int sig)
+{
+    (void)sig;
+    cf_urgent_signals++;
+    if (cf_urgent_ack >= 0 && write(cf_urgent_ack, "!", 1) != 1)
+        _exit(1);
+}
+
+void cf_catch_sigurg(void)
+{
+    cf_on_signal(SIGURG, on_sigurg, SA_RESTART);
+}
+
+void cf_wait_sigurg(int want, int ms)
+{
+    for (int i = 0; i < ms && cf_urgent_signals < want; i++)
+        usleep(1000);
+}
+
+void cf_urgent_sender(void *port)
+{
+    char c;
+    int fd = cf_connect(AF_INET, *(uint16_t *)port);
+    while (cf_wait_u64()) {
+        EXPECT_RET("urgent send", send(fd, "u", 1, MSG_OOB), 1);
+        cf_post();
+    }
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    while (read(fd, &c, 1) > 0)
+        ;
+    close(fd);
+}

@@ -37,7 +37,8 @@ static void test_killed_after_rewind(void)
 		uint64_t space;
 		if (ring_room(&prod) < sizeof(buf))
 			CHECK_EQ(ring_space(&prod, &space), RING_OK);
-		ring_produce(&prod, &iov, 1, 0, sizeof(buf));
+		ring_write(&prod, &iov, 1, 0, sizeof(buf));
+		ring_publish(&prod);
 		CHECK_EQ(ring_avail(&cons, &avail), RING_OK);
 		ring_consume(&cons, avail);
 	}
@@ -55,7 +56,8 @@ static void test_killed_after_rewind(void)
 		memcpy(&mine, &prod, sizeof(mine));
 		holders_lock(h, HOLD_TX, &mine);
 		mine.rewind_at = 0;
-		ring_produce(&mine, &iov, 1, 0, sizeof(buf));
+		ring_write(&mine, &iov, 1, 0, sizeof(buf));
+		ring_publish(&mine);
 		_exit(sh->prod_skip ? 0 : 1);
 	}
 	int st;
@@ -77,7 +79,8 @@ static void test_killed_after_rewind(void)
 		CHECK(heir.pos - heir.peer <= heir.cap);
 		CHECK_EQ(ring_space(&heir, &space), RING_OK);
 		CHECK(ring_room(&heir) >= sizeof(buf));
-		ring_produce(&heir, &iov, 1, 0, sizeof(buf));
+		ring_write(&heir, &iov, 1, 0, sizeof(buf));
+		ring_publish(&heir);
 		holders_unlock(h, HOLD_TX, &heir);
 		CHECK_EQ(ring_avail(&cons, &avail), RING_OK);
 		CHECK_EQ(avail, sizeof(buf));

@@ -45,17 +45,26 @@ void usock_put(struct usock *s)
 
 void conn_set_buf(struct usock *s, int fd, int name, int size)
 {
-	int v = 0;
+	int v = 0, snd = name == SO_SNDBUF;
 	socklen_t l = sizeof(v);
 
-	if (name == SO_SNDBUF) {
-		s->sndbuf = size;
-		return;
-	}
-	s->rcvbuf = size;
+	*(snd ? &s->sndbuf : &s->rcvbuf) = size;
 	/* The kernel doubles it and enforces a minimum: what it reports counts. */
-	if (real.getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) == 0)
-		s->rcvbuf_eff = v;
+	if (real.getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &v, &l) < 0)
+		return;
+	*(snd ? &s->sndbuf_eff : &s->rcvbuf_eff) = v;
+	if (!conn_accel(s))
+		return;
+	/* Taken for new writes: bytes already in the ring stay. */
+	op_lock(s, snd ? HOLD_TX : HOLD_RX);
+	if (snd) {
+		tx_limit(s, tx_base(s));
+	} else {
+		/* The peer's writer, if it waits for room, may have more now. */
+		atomic_store_explicit(&s->rx.sh->cons_window, (uint32_t)v, memory_order_relaxed);
+		notify_space(s);
+	}
+	op_unlock(s, snd ? HOLD_TX : HOLD_RX);
 }
 
 /* Copies one direction under its lock: current even when another holder moved
@@ -107,9 +116,12 @@ void rings_setup(struct usock *s)
 		      s->seg.ring_size[tx]);
 	ring_end_init(&s->rx, &h->ring[rx], seg_ring_data(h, rx, s->seg.ring_size),
 		      s->seg.ring_size[rx]);
-	/* An owner set before the connection existed. */
+	/* What was set before the connection existed. */
 	if (s->sigurg)
 		atomic_store_explicit(&s->rx.sh->cons_sigurg, s->sigurg, memory_order_relaxed);
+	if (s->rcvbuf_eff)
+		atomic_store_explicit(&s->rx.sh->cons_window, (uint32_t)s->rcvbuf_eff,
+				      memory_order_relaxed);
 }
 
 /* Rings a peer may still make after we counted its rings for the last time

@@ -73,7 +73,11 @@ struct usock {
 	_Atomic uint32_t bells_drained;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
-	int rcvbuf_eff;             /* SO_RCVBUF as getsockopt() reports it once set, else 0 */
+	/* SO_SNDBUF and SO_RCVBUF as getsockopt() reports them once set, else 0;
+	 * and the peer's receive buffer as the producer last took it (ring.h,
+	 * cons_window). */
+	int sndbuf_eff, rcvbuf_eff;
+	uint32_t peer_window;
 	int oobinline;              /* SO_OOBINLINE */
 	/* The socket's owner (F_SETOWN) as the peer's sender is told (ring.h,
 	 * cons_sigurg), published once the rings exist. */

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "conn.h"
 #include "sys.h"
 
@@ -131,9 +132,32 @@ static inline int eof_possible(struct usock *s)
 		RING_PF_SHUT_WR);
 }
 
+/* What the producer may have outstanding before the limits the program set: the
+ * ring, or the window of a client whose attach is pending. */
+static inline uint64_t tx_base(struct usock *s)
+{
+	return mode_of(s) == MODE_PENDING && cfg.pending_window < s->tx.size ? cfg.pending_window
+									  : s->tx.size;
+}
+
+/* The limit of tx (ours, or a copy) from base: once the program set its send
+ * buffer, that buffer and the peer's receive buffer at most, about what TCP
+ * holds in flight between the two sockets. (Unset, TCP's send buffer grows
+ * past any ring, and bounds nothing.) */
+static inline uint64_t tx_limit_of(struct usock *s, const struct ring_end *tx, uint64_t base)
+{
+	uint32_t w = atomic_load_explicit(&tx->sh->cons_window, memory_order_relaxed);
+	uint64_t b = (uint64_t)s->sndbuf_eff + (w ? w : sys_tcp_rcvbuf());
+
+	return s->sndbuf_eff && b < base ? b : base;
+}
+
+/* Sets our producer's limit from base (under the direction's lock). */
+void tx_limit(struct usock *s, uint64_t base);
+
 static inline int writable(const struct ring_end *tx, uint64_t space)
 {
-	return space * 3 >= tx->cap;
+	return space * 3 >= tx->limit;
 }
 
 /* Events satisfied by shared memory alone (no system call), as tx and rx (ours,

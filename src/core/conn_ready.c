@@ -68,6 +68,15 @@ static short rx_ready(struct usock *s, struct ring_end *rx)
 	return r;
 }
 
+/* A copy of our producer's end as a write would find it: with the limit the
+ * peer's receive buffer sets now, which a write takes up only when it needs
+ * the room. */
+static void tx_view(struct usock *s, struct ring_end *tx)
+{
+	if (s->sndbuf_eff)
+		ring_limit(tx, tx_limit_of(s, tx, tx_base(s)));
+}
+
 short conn_revents(struct usock *s, int fd, short events, short tcp)
 {
 	short r;
@@ -109,6 +118,7 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	} else {
 		r |= in;
 	}
+	tx_view(s, &tx);
 	if (writes_to_tcp(s)) {
 		r |= (short)(tcp & (POLLOUT | POLLWRNORM));
 	} else if (busy & VIEW_BUSY(HOLD_TX)) {
@@ -139,6 +149,7 @@ int conn_arm(struct usock *s, int fd, short events)
 	if (((events & POLLIN) && eof_possible(s)) ||
 	    ((events & (POLLIN | POLLPRI)) && (rx_ready(s, &rx) & events)))
 		return 1;
+	tx_view(s, &tx);
 	return shm_ready(s, &tx, &rx, (short)(events & POLLOUT)) != 0;
 }
 

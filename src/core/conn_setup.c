@@ -100,7 +100,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	lgr_put(g); /* the segment holds its own reference */
 	g = NULL;
 	rings_setup(s);
-	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
+	tx_limit(s, cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size);
 	bell_take(s, bell);
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	/* A peer answering within a millisecond is usmc: no probe before that. */
@@ -196,6 +196,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->oobinline = l->oobinline;
 	s->sndbuf = l->sndbuf;
 	s->rcvbuf = l->rcvbuf;
+	s->sndbuf_eff = l->sndbuf_eff;
 	s->rcvbuf_eff = l->rcvbuf_eff;
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
@@ -223,6 +224,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 		return;
 	}
 	rings_setup(s);
+	tx_limit(s, s->tx.size);
 	/* Handed over by a sibling: the client's channel leads to the sibling, and
 	 * its hanging up (the sibling exiting) says nothing about us. */
 	if (!loc.lgr)
@@ -273,7 +275,7 @@ int conn_listen(struct usock *s, int fd, int backlog)
 static void become_shm(struct usock *s, int fd)
 {
 	lgr_unpend(s);
-	s->tx.cap = s->tx.size;
+	tx_limit(s, s->tx.size);
 	atomic_store(&s->mode, MODE_SHM);
 	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
 	socktab_note(fd, s);

@@ -32,6 +32,12 @@ static int iov_rest(const struct iovec *iov, int iovcnt, size_t skip, struct iov
 	return k;
 }
 
+void tx_limit(struct usock *s, uint64_t base)
+{
+	s->peer_window = atomic_load_explicit(&s->tx.sh->cons_window, memory_order_relaxed);
+	ring_limit(&s->tx, tx_limit_of(s, &s->tx, base));
+}
+
 /* A send; oob is constant in each of conn_send()'s two instances, so that a
  * send that is not urgent carries none of the urgent one's work. */
 static inline __attribute__((always_inline)) ssize_t
@@ -65,12 +71,18 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			goto tcp;
 		}
 		/* The consumer's cursor is read only when what it said last is not
-		 * room enough. */
+		 * room enough; so is the peer's receive buffer, as TCP leaves a
+		 * window it advertised open when the peer shrinks its buffer. */
 		uint64_t space = ring_room(&s->tx);
-		if (space < want - done && ring_space(&s->tx, &space) < 0) {
-			conn_abort(s, fd);
-			errno = ECONNRESET;
-			goto fail;
+		if (space < want - done) {
+			if (s->sndbuf_eff && atomic_load_explicit(&s->tx.sh->cons_window,
+								  memory_order_relaxed) != s->peer_window)
+				tx_limit(s, tx_base(s));
+			if (ring_space(&s->tx, &space) < 0) {
+				conn_abort(s, fd);
+				errno = ECONNRESET;
+				goto fail;
+			}
 		}
 		if (space && done < want) {
 			size_t n = want - done < space ? want - done : (size_t)space;
@@ -160,6 +172,6 @@ int conn_outq(struct usock *s, int fd, int *out)
 		errno = ECONNRESET;
 		return -1;
 	}
-	*out = (int)(tx.cap - space);
+	*out = (int)(tx.pos - tx.peer);
 	return 0;
 }

@@ -10,6 +10,7 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 	r->sh = sh;
 	r->data = data;
 	r->size = size;
+	r->limit = size;
 	r->cap = size;
 	/* Every connection starts at zero: whatever the shared cursors say is checked
 	 * against this, never adopted. */
@@ -55,11 +56,22 @@ int ring_space(struct ring_end *r, uint64_t *space)
 	 * the checks below bound as for any cursor it publishes. */
 	if (cons == atomic_load_explicit(&r->sh->prod_skip, memory_order_relaxed))
 		cons = ring_round_up(cons, r->size);
-	if (r->pos - cons > r->cap || cons - r->peer > r->cap)
+	/* Bounded by the ring, not by the limit: it may have shrunk below what
+	 * the consumer has yet to read. */
+	if (r->pos - cons > r->size || cons - r->peer > r->size)
 		return RING_CORRUPT;
 	r->peer = cons;
-	*space = r->cap - (r->pos - cons);
+	ring_limit(r, r->limit);
+	*space = ring_room(r);
 	return RING_OK;
+}
+
+void ring_limit(struct ring_end *r, uint64_t limit)
+{
+	uint64_t used = r->pos - r->peer;
+
+	r->limit = limit;
+	r->cap = used > limit ? used : limit;
 }
 
 int ring_urg_news(const struct ring_end *r, uint64_t *urg, uint64_t *run)
@@ -159,8 +171,8 @@ static void rewind_if_empty(struct ring_end *r, size_t len)
 	if (r->pos < r->rewind_at)
 		return;
 	r->rewind_at = r->pos + RING_REWIND_AT;
-	if (off < RING_REWIND_AT || len > off || r->cap != r->size ||
-	    ring_space(r, &space) < 0 || space != r->cap)
+	if (off < RING_REWIND_AT || len > off || r->limit != r->size ||
+	    ring_space(r, &space) < 0 || space != r->size)
 		return;
 	atomic_store_explicit(&r->sh->prod_skip, r->pos, memory_order_relaxed);
 	r->pos = ring_round_up(r->pos, r->size);

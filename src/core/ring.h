@@ -94,7 +94,11 @@ struct ring_end {
 	struct ring_shared *sh;
 	unsigned char *data;
 	uint64_t size;          /* power of two */
-	uint64_t cap;           /* bytes the producer may have outstanding (<= size) */
+	/* Producer: bytes it may have outstanding (<= size), as ring_limit() set
+	 * it; cap is the same as of its last look at the consumer, or what was
+	 * outstanding then if more (the limit shrank), so that ring_room() never
+	 * has to compare. */
+	uint64_t limit, cap;
 	uint64_t pos;           /* our own cursor: prod if we produce, cons if we consume */
 	uint64_t peer;          /* last validated peer cursor */
 	uint32_t last_rung;     /* peer wait generation we already rang for */
@@ -142,6 +146,9 @@ static inline uint64_t ring_room(const struct ring_end *r)
 {
 	return r->cap - (r->pos - r->peer);
 }
+/* Sets the limit. One below what is outstanding leaves no room until the
+ * consumer has read below it; the bytes stay. */
+void ring_limit(struct ring_end *r, uint64_t limit);
 /* The first cursor at or after cursor where the ring starts over (size: a power
  * of two): where a producer that rewinds goes on. */
 static inline uint64_t ring_round_up(uint64_t cursor, uint64_t size)

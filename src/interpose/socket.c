@@ -422,7 +422,8 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	int r = real.setsockopt(fd, level, name, val, len);
 	if (r < 0 || level != SOL_SOCKET || !val ||
 	    (name != SO_RCVTIMEO && name != SO_SNDTIMEO && name != SO_SNDBUF && name != SO_RCVBUF &&
-	     name != SO_LINGER && name != SO_OOBINLINE))
+	     name != SO_SNDBUFFORCE && name != SO_RCVBUFFORCE && name != SO_LINGER &&
+	     name != SO_OOBINLINE))
 		return r;
 	/* What an accelerated connection would do differently: its state records it. */
 	struct obj *o = fdtab_get_made(fd);
@@ -431,8 +432,10 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval))
 			memcpy(name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo, val,
 			       sizeof(struct timeval));
-		else if ((name == SO_SNDBUF || name == SO_RCVBUF) && len >= sizeof(int))
-			conn_set_buf(s, fd, name, *(const int *)val);
+		else if ((name == SO_SNDBUF || name == SO_SNDBUFFORCE) && len >= sizeof(int))
+			conn_set_buf(s, fd, SO_SNDBUF, *(const int *)val);
+		else if ((name == SO_RCVBUF || name == SO_RCVBUFFORCE) && len >= sizeof(int))
+			conn_set_buf(s, fd, SO_RCVBUF, *(const int *)val);
 		else if (name == SO_OOBINLINE && len >= sizeof(int))
 			s->oobinline = *(const int *)val != 0;
 		else if (name == SO_LINGER && len >= sizeof(struct linger))

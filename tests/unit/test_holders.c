@@ -76,7 +76,7 @@ static void test_killed_after_rewind(void)
 		holders_lock(h, HOLD_TX, &heir);
 		/* What it knows of the consumer stays within a ring of its cursor,
 		 * and the consumer's cursor passes its checks (a poll reads it). */
-		CHECK(heir.pos - heir.peer <= heir.cap);
+		CHECK(heir.pos - heir.peer <= heir.limit);
 		CHECK_EQ(ring_space(&heir, &space), RING_OK);
 		CHECK(ring_room(&heir) >= sizeof(buf));
 		ring_write(&heir, &iov, 1, 0, sizeof(buf));

@@ -30,7 +30,7 @@ static void pair_init(struct pair *p, uint64_t size, uint64_t cap)
 		abort();
 	ring_end_init(&p->prod, &p->sh, p->data, size);
 	ring_end_init(&p->cons, &p->sh, p->data, size);
-	p->prod.cap = cap;
+	ring_limit(&p->prod, cap);
 }
 
 static void pair_free(struct pair *p)
@@ -90,7 +90,7 @@ static void advance(struct pair *p, size_t n)
 	uint64_t v;
 
 	while (n) {
-		size_t step = n < p->prod.cap ? n : p->prod.cap;
+		size_t step = n < p->prod.limit ? n : p->prod.limit;
 
 		put_pattern(p, step, 0);
 		CHECK_EQ(ring_avail(&p->cons, &v), RING_OK);
@@ -388,7 +388,7 @@ static void test_cap_raised(void)
 	put_pattern(&p, 16, 0);
 	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
 	CHECK_EQ(space, 0);
-	p.prod.cap = p.prod.size;
+	ring_limit(&p.prod, p.prod.size);
 	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
 	CHECK_EQ(space, 48);
 	put_pattern(&p, 48, 16);
@@ -397,6 +397,27 @@ static void test_cap_raised(void)
 	CHECK_EQ(ring_peek(&p.cons, 0, &iov, 1, 0, 64), 64);
 	for (int i = 0; i < 64; i++)
 		CHECK_EQ(out[i], i);
+	pair_free(&p);
+}
+
+/* A buffer shrunk below what the ring holds: no room, and the bytes stay, neither
+ * lost nor taken for a broken cursor. */
+static void test_cap_shrunk(void)
+{
+	struct pair p;
+	uint64_t space;
+
+	pair_init(&p, 64, 64);
+	put_pattern(&p, 40, 0);
+	ring_limit(&p.prod, 16);
+	CHECK_EQ(ring_room(&p.prod), 0);
+	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
+	CHECK_EQ(space, 0);
+	CHECK_EQ(ring_avail(&p.cons, &space), RING_OK);
+	CHECK_EQ(space, 40);
+	ring_consume(&p.cons, 30);
+	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
+	CHECK_EQ(space, 6);
 	pair_free(&p);
 }
 
@@ -714,6 +735,7 @@ int main(void)
 	RUN(test_prod_cursor_checks);
 	RUN(test_cons_cursor_checks);
 	RUN(test_cap_raised);
+	RUN(test_cap_shrunk);
 	RUN(test_urgent);
 	RUN(test_urgent_forged);
 	RUN(test_wait_generations);

@@ -151,6 +151,12 @@ struct usock *conn_import(const struct conn_export *x);
 
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* The rest of a piece conn_send() sent short, sent on as the kernel's splice
+ * sends what a short send left of a pipe (sendfile()): without waiting for
+ * room, and to TCP once the connection writes there, whose error this send
+ * then takes while the call's count hides it. Returns what went out, 0 for
+ * nothing. */
+ssize_t conn_send_more(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 /* recv(MSG_OOB); msg_flags (may be NULL) gets what recvmsg() reports. */
 ssize_t conn_recv_urg(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,

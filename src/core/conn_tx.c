@@ -39,9 +39,11 @@ void tx_limit(struct usock *s, uint64_t base)
 }
 
 /* A send; oob is constant in each of conn_send()'s two instances, so that a
- * send that is not urgent carries none of the urgent one's work. */
+ * send that is not urgent carries none of the urgent one's work. more: the
+ * rest of a piece sent short (conn_send_more()). */
 static inline __attribute__((always_inline)) ssize_t
-send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int oob)
+send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int oob,
+	  int more)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0;
@@ -68,6 +70,13 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			/* Before the kernel answers for a dead peer's socket. */
 			if (atomic_load(&s->peer_gone))
 				reset_if_peer_died(s, fd);
+			/* Once part of the call went out, the call ends short and
+			 * leaves the kernel's error (the peer's reset, our shutdown)
+			 * to the next one, as TCP's send does: asked now, the kernel
+			 * would give ECONNRESET to a send whose short count hides it,
+			 * and the next call would find only EPIPE. */
+			if (done)
+				goto sent;
 			goto tcp;
 		}
 		/* The consumer's cursor is read only when what it said last is not
@@ -112,6 +121,8 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			break;
 		if (!counted_full++)
 			stat_add(STAT_RING_FULL, 1);
+		if (more)
+			break;
 		if (nb) {
 			if (done)
 				break;
@@ -128,6 +139,7 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			goto fail;
 		}
 	}
+sent:
 	op_unlock(s, HOLD_TX);
 	stat_add(STAT_SEND_CALLS, 1);
 	return (ssize_t)done;
@@ -153,12 +165,17 @@ fail:
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	if (!(flags & MSG_OOB))
-		return send_body(s, fd, iov, iovcnt, flags, 0);
+		return send_body(s, fd, iov, iovcnt, flags, 0, 0);
 	stat_add(STAT_OOB_CALLS, 1);
 	/* A client whose attach is pending may yet fall back and send what the
 	 * ring holds on TCP, which would know nothing of the mark in it. */
 	conn_settle(s, fd);
-	return send_body(s, fd, iov, iovcnt, flags, 1);
+	return send_body(s, fd, iov, iovcnt, flags, 1, 0);
+}
+
+ssize_t conn_send_more(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	return send_body(s, fd, iov, iovcnt, flags, 0, 1);
 }
 
 int conn_outq(struct usock *s, int fd, int *out)

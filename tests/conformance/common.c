@@ -888,3 +888,18 @@ void cf_urgent_sender(void *port)
         ;
     close(fd);
 }
+
+void cf_read_some_then_reset(void (*client)(void *port), unsigned seed)
+{
+    char buf[1024];
+    int small = 1024;
+    int s = cf_serve(client);
+    CHECK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) == 0);
+    cf_post();
+    cf_read_exact(s, buf, sizeof buf);
+    CHECK(cf_verify(buf, sizeof buf, 0, seed));
+    /* Let the writer block on the full buffers first. */
+    usleep(100000);
+    close(s);
+    cf_join();
+}

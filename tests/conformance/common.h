@@ -221,6 +221,11 @@ void cf_wait_sigurg(int want, int ms);
  * is told cf_post_u64(1), until told 0; then shuts down writing, reads to EOF and closes. */
 void cf_urgent_sender(void *port);
 
+/* A reader that closes with data unread: serves client (which must wait for the go, cf_wait,
+ * then write the pattern of seed), shrinks its receive buffer, gives the go, reads 1 KB, and
+ * closes once the writer had time to block on the full buffers; then joins the client. */
+void cf_read_some_then_reset(void (*client)(void *port), unsigned seed);
+
 /* Raises RLIMIT_NOFILE to at least n. */
 void cf_raise_nofile(rlim_t n);
 

@@ -43,28 +43,37 @@ void usock_put(struct usock *s)
 	obj_free(&s->o);
 }
 
-void conn_set_buf(struct usock *s, int fd, int name, int size)
+void conn_set_limit(struct usock *s, int fd, enum conn_limit which, int v)
 {
-	int v = 0, snd = name == SO_SNDBUF;
+	static const int names[] = {SO_SNDBUF, SO_RCVBUF, SO_RCVLOWAT};
 	socklen_t l = sizeof(v);
 
-	*(snd ? &s->sndbuf : &s->rcvbuf) = size;
-	/* The kernel doubles it and enforces a minimum: what it reports counts. */
-	if (real.getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &v, &l) < 0)
+	/* The kernel doubles a buffer size and enforces a minimum, and caps
+	 * SO_RCVLOWAT by the receive buffer: what it reports counts. */
+	if (which == CONN_SNDBUF)
+		s->sndbuf = v;
+	else if (which == CONN_RCVBUF)
+		s->rcvbuf = v;
+	if (which != CONN_NOTSENT_LOWAT &&
+	    real.getsockopt(fd, SOL_SOCKET, names[which], &v, &l) < 0)
 		return;
-	*(snd ? &s->sndbuf_eff : &s->rcvbuf_eff) = v;
-	if (!conn_accel(s))
+	*(which == CONN_SNDBUF	   ? &s->sndbuf_eff
+	  : which == CONN_RCVBUF   ? &s->rcvbuf_eff
+	  : which == CONN_RCVLOWAT ? &s->rcvlowat
+				   : &s->notsent_lowat) = v;
+	if (!conn_accel(s) || which == CONN_RCVLOWAT)
 		return;
 	/* Taken for new writes: bytes already in the ring stay. */
-	op_lock(s, snd ? HOLD_TX : HOLD_RX);
-	if (snd) {
+	enum hold_dir d = which == CONN_RCVBUF ? HOLD_RX : HOLD_TX;
+	op_lock(s, d);
+	if (d == HOLD_TX) {
 		tx_limit(s, tx_base(s));
 	} else {
 		/* The peer's writer, if it waits for room, may have more now. */
 		atomic_store_explicit(&s->rx.sh->cons_window, (uint32_t)v, memory_order_relaxed);
 		notify_space(s);
 	}
-	op_unlock(s, snd ? HOLD_TX : HOLD_RX);
+	op_unlock(s, d);
 }
 
 /* Copies one direction under its lock: current even when another holder moved

@@ -78,6 +78,9 @@ struct usock {
 	 * cons_window). */
 	int sndbuf_eff, rcvbuf_eff;
 	uint32_t peer_window;
+	/* SO_RCVLOWAT as getsockopt() reports it (0 until set: 1), and
+	 * TCP_NOTSENT_LOWAT (0: none). */
+	int rcvlowat, notsent_lowat;
 	int oobinline;              /* SO_OOBINLINE */
 	/* The socket's owner (F_SETOWN) as the peer's sender is told (ring.h,
 	 * cons_sigurg), published once the rings exist. */
@@ -163,8 +166,9 @@ ssize_t conn_recv_urg(struct usock *s, int fd, const struct iovec *iov, int iovc
 		      int *msg_flags);
 /* SIOCATMARK. */
 int conn_atmark(struct usock *s, int fd, int *out);
-/* setsockopt(SO_SNDBUF or SO_RCVBUF, size) succeeded. */
-void conn_set_buf(struct usock *s, int fd, int name, int size);
+/* setsockopt() of one of these succeeded with v. */
+enum conn_limit { CONN_SNDBUF, CONN_RCVBUF, CONN_RCVLOWAT, CONN_NOTSENT_LOWAT };
+void conn_set_limit(struct usock *s, int fd, enum conn_limit which, int v);
 /* F_SETOWN_EX (type: F_OWNER_*; id 0 for none), or its equivalents, succeeded. */
 void conn_set_owner(struct usock *s, int type, pid_t id);
 int conn_shutdown(struct usock *s, int fd, int how);
@@ -174,6 +178,7 @@ int conn_shutdown(struct usock *s, int fd, int how);
 int conn_close(struct usock *s, int fd);
 void conn_close_finish(struct usock *s);
 int conn_fionread(struct usock *s, int fd, int *out);
+/* SIOCOUTQ (TIOCOUTQ) and SIOCOUTQNSD. */
 int conn_outq(struct usock *s, int fd, int *out);
 
 /* Readiness. conn_poll_prepare() says which events to ask the kernel for on the TCP

@@ -140,24 +140,68 @@ static inline uint64_t tx_base(struct usock *s)
 									  : s->tx.size;
 }
 
-/* The limit of tx (ours, or a copy) from base: once the program set its send
- * buffer, that buffer and the peer's receive buffer at most, about what TCP
- * holds in flight between the two sockets. (Unset, TCP's send buffer grows
- * past any ring, and bounds nothing.) */
-static inline uint64_t tx_limit_of(struct usock *s, const struct ring_end *tx, uint64_t base)
+/* The peer's receive buffer, as tx's producer knows it: what the peer
+ * published, or the kernel's default. */
+static inline uint64_t tx_window(const struct ring_end *tx)
 {
 	uint32_t w = atomic_load_explicit(&tx->sh->cons_window, memory_order_relaxed);
-	uint64_t b = (uint64_t)s->sndbuf_eff + (w ? w : sys_tcp_rcvbuf());
 
-	return s->sndbuf_eff && b < base ? b : base;
+	return w ? w : sys_tcp_rcvbuf();
+}
+
+/* What of tx lies past the peer's receive buffer, as of the producer's last
+ * look at the consumer: what TCP would still hold unsent (SIOCOUTQNSD). */
+static inline uint64_t tx_unsent(const struct ring_end *tx)
+{
+	uint64_t out = tx->pos - tx->peer, w = tx_window(tx);
+
+	return out > w ? out - w : 0;
+}
+
+/* The program set something that bounds the producer below the ring. */
+static inline int tx_limited(const struct usock *s)
+{
+	return s->sndbuf_eff || s->notsent_lowat;
+}
+
+/* The limit of tx (ours, or a copy) from base: once the program set its send
+ * buffer, that buffer and the peer's receive buffer at most, about what TCP
+ * holds in flight between the two sockets (unset, TCP's send buffer grows past
+ * any ring, and bounds nothing); with TCP_NOTSENT_LOWAT, that much unsent at
+ * most, as a write waits then. */
+static inline uint64_t tx_limit_of(struct usock *s, const struct ring_end *tx, uint64_t base)
+{
+	uint64_t w = tx_window(tx), l = base;
+
+	if (s->sndbuf_eff && (uint64_t)s->sndbuf_eff + w < l)
+		l = (uint64_t)s->sndbuf_eff + w;
+	if (s->notsent_lowat && w + (uint64_t)s->notsent_lowat < l)
+		l = w + (uint64_t)s->notsent_lowat;
+	return l;
 }
 
 /* Sets our producer's limit from base (under the direction's lock). */
 void tx_limit(struct usock *s, uint64_t base);
 
-static inline int writable(const struct ring_end *tx, uint64_t space)
+/* Writable, space being the room tx has: a third of it free; once the program
+ * bounded it, as tcp_poll() asks __sk_stream_is_writeable(): no more than two
+ * thirds of the send buffer unsent, less than half of TCP_NOTSENT_LOWAT. */
+static inline int writable(const struct usock *s, const struct ring_end *tx, uint64_t space)
 {
-	return space * 3 >= tx->limit;
+	if (!tx_limited(s))
+		return space * 3 >= tx->limit;
+	uint64_t unsent = tx_unsent(tx);
+	return space && (!s->sndbuf_eff || 3 * unsent <= 2 * (uint64_t)s->sndbuf_eff) &&
+	       (!s->notsent_lowat || 2 * unsent < (uint64_t)s->notsent_lowat);
+}
+
+/* Bytes a read waits for: SO_RCVLOWAT, or what it asked for if fewer, and at
+ * least one (tcp_recvmsg()'s target, sock_rcvlowat()). */
+static inline size_t rcv_target(const struct usock *s, size_t want)
+{
+	size_t t = s->rcvlowat > 1 ? (size_t)s->rcvlowat : 1;
+
+	return want && want < t ? want : t;
 }
 
 /* Events satisfied by shared memory alone (no system call), as tx and rx (ours,
@@ -175,7 +219,7 @@ static inline short shm_ready(struct usock *s, struct ring_end *tx, struct ring_
 			r |= POLLIN;
 	}
 	if (events & POLLOUT) {
-		if (writes_to_tcp(s) || ring_space(tx, &n) < 0 || writable(tx, n))
+		if (writes_to_tcp(s) || ring_space(tx, &n) < 0 || writable(s, tx, n))
 			r |= POLLOUT;
 	}
 	return r;

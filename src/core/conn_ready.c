@@ -45,12 +45,13 @@ void conn_note_tcp_event(struct usock *s)
 	atomic_store(&s->tcp_event, 1);
 }
 
-/* Input as poll reports it, on a copy view() took: bytes, an urgent byte at
- * our cursor not counting unless it is inline (tcp_poll()), and POLLPRI while
- * an urgent byte that arrived is unread. -1: a cursor broke. */
+/* Input as poll reports it, on a copy view() took: SO_RCVLOWAT bytes, an urgent
+ * byte at our cursor not counting unless it is inline (tcp_poll()), and POLLPRI
+ * while an urgent byte that arrived is unread. -1: a cursor broke. */
 static short rx_ready(struct usock *s, struct ring_end *rx)
 {
-	uint64_t n, need = 1;
+	/* SO_RCVLOWAT, at most what the ring holds, which no more can join. */
+	uint64_t n, need = rcv_target(s, rx->size);
 	int64_t drop = 0;
 	short r = 0;
 
@@ -73,7 +74,7 @@ static short rx_ready(struct usock *s, struct ring_end *rx)
  * the room. */
 static void tx_view(struct usock *s, struct ring_end *tx)
 {
-	if (s->sndbuf_eff)
+	if (tx_limited(s))
 		ring_limit(tx, tx_limit_of(s, tx, tx_base(s)));
 }
 
@@ -126,7 +127,7 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	} else if (ring_space(&tx, &n) < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
-	} else if (writable(&tx, n)) {
+	} else if (writable(s, &tx, n)) {
 		r |= POLLOUT | POLLWRNORM;
 	}
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));

@@ -23,7 +23,15 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 	/* off: what a peek looked past already (a read consumes it instead). */
 	uint64_t deadline = 0, avail, off = 0;
 	int nb = s->nonblock || (flags & MSG_DONTWAIT);
-	int waitall = (flags & MSG_WAITALL) && !peek;
+	/* What the call waits for: a byte, unless MSG_WAITALL or SO_RCVLOWAT
+	 * says more; a peek, which consumes nothing, no more than the ring can
+	 * hold. */
+	size_t target = 1;
+	if (__builtin_expect((flags & MSG_WAITALL) || s->rcvlowat > 1, 0)) {
+		target = (flags & MSG_WAITALL) && !peek ? want : rcv_target(s, want);
+		if (peek && target > s->rx.size)
+			target = s->rx.size;
+	}
 
 	op_lock(s, HOLD_RX);
 	for (;;) {
@@ -91,7 +99,7 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 				if ((s->rx.size - (avail - n)) * 3 >= s->rx.size)
 					notify_space(s);
 			}
-			if (!waitall || done == want)
+			if (done >= target || done == want)
 				break;
 			continue;
 		}
@@ -135,7 +143,7 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 				goto fail;
 			}
 		}
-		if (done && !waitall)
+		if (done >= target)
 			break;
 		if (nb) {
 			if (done)

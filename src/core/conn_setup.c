@@ -198,6 +198,8 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->rcvbuf = l->rcvbuf;
 	s->sndbuf_eff = l->sndbuf_eff;
 	s->rcvbuf_eff = l->rcvbuf_eff;
+	s->rcvlowat = l->rcvlowat;
+	s->notsent_lowat = l->notsent_lowat;
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
 	     (!worth_asking(l, c.local.port) || handoff_fetch(&c, &loc, &bell, &id) != 1))) {

@@ -80,7 +80,7 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 		.rx_urg_read = s->rx.urg_read, .oobinline = s->oobinline,
 		.rcvtimeo = s->rcvtimeo, .sndtimeo = s->sndtimeo,
 		.sndbuf = s->sndbuf, .rcvbuf = s->rcvbuf, .sndbuf_eff = s->sndbuf_eff,
-		.rcvbuf_eff = s->rcvbuf_eff,
+		.rcvbuf_eff = s->rcvbuf_eff, .rcvlowat = s->rcvlowat, .notsent_lowat = s->notsent_lowat,
 	};
 	op_unlock(s, HOLD_RX);
 	op_unlock(s, HOLD_TX);
@@ -147,6 +147,8 @@ struct usock *conn_import(const struct conn_export *in)
 	s->rcvbuf = x.rcvbuf;
 	s->sndbuf_eff = x.sndbuf_eff;
 	s->rcvbuf_eff = x.rcvbuf_eff;
+	s->rcvlowat = x.rcvlowat;
+	s->notsent_lowat = x.notsent_lowat;
 	atomic_store(&s->mode, MODE_SHM);
 	socktab_note(x.fd, s);
 	return s;

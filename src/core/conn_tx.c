@@ -84,7 +84,7 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 		 * window it advertised open when the peer shrinks its buffer. */
 		uint64_t space = ring_room(&s->tx);
 		if (space < want - done) {
-			if (s->sndbuf_eff && atomic_load_explicit(&s->tx.sh->cons_window,
+			if (tx_limited(s) && atomic_load_explicit(&s->tx.sh->cons_window,
 								  memory_order_relaxed) != s->peer_window)
 				tx_limit(s, tx_base(s));
 			if (ring_space(&s->tx, &space) < 0) {
@@ -189,6 +189,10 @@ int conn_outq(struct usock *s, int fd, int *out)
 		errno = ECONNRESET;
 		return -1;
 	}
-	*out = (int)(tx.pos - tx.peer);
+	/* What the reader's buffer took counts as received and acknowledged,
+	 * what lies past it as not sent yet: on loopback TCP acknowledges what
+	 * arrives at once, and SIOCOUTQ and SIOCOUTQNSD both come to that. */
+	uint64_t unsent = tx_unsent(&tx);
+	*out = unsent > 0x7fffffff ? 0x7fffffff : (int)unsent;
 	return 0;
 }

@@ -56,7 +56,8 @@ int conn_export_valid(const struct conn_export *x)
 {
 	if ((x->family != AF_INET && x->family != AF_INET6) || !flag(x->server) ||
 	    !flag(x->nonblock) || !flag(x->shut_rd) || !flag(x->shut_wr) || !flag(x->abortive) ||
-	    !flag(x->rx_urg_read) || !flag(x->oobinline) || x->sndbuf_eff < 0 || x->rcvbuf_eff < 0)
+	    !flag(x->rx_urg_read) || !flag(x->oobinline) || x->sndbuf_eff < 0 || x->rcvbuf_eff < 0 ||
+	    x->rcvlowat < 0 || x->notsent_lowat < 0)
 		return 0;
 	if (!ring_size_ok(x->ring_size[0]) || !ring_size_ok(x->ring_size[1]) ||
 	    x->seg_size < seg_bytes(x->ring_size) || x->seg_off > x->arena_size ||

@@ -22,7 +22,7 @@ struct conn_export {
 	uint32_t tx_rung, rx_rung;
 	int rx_urg_read, oobinline;
 	struct timeval rcvtimeo, sndtimeo;
-	int sndbuf, rcvbuf, sndbuf_eff, rcvbuf_eff;
+	int sndbuf, rcvbuf, sndbuf_eff, rcvbuf_eff, rcvlowat, notsent_lowat;
 };
 
 /* Whether x holds together: an address family, rings of sizes a proposal could

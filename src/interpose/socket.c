@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,11 +399,11 @@ int ioctl(int fd, unsigned long req, ...)
 	struct usock *s = sock_of(o);
 	int r;
 
-	if (s && conn_accel(s) && (req == FIONREAD || req == TIOCOUTQ || req == SIOCATMARK) &&
-	    arg) {
-		r = req == FIONREAD  ? conn_fionread(s, fd, arg)
-		    : req == TIOCOUTQ ? conn_outq(s, fd, arg)
-				      : conn_atmark(s, fd, arg);
+	if (s && conn_accel(s) &&
+	    (req == FIONREAD || req == TIOCOUTQ || req == SIOCOUTQNSD || req == SIOCATMARK) && arg) {
+		r = req == FIONREAD	 ? conn_fionread(s, fd, arg)
+		    : req == SIOCATMARK ? conn_atmark(s, fd, arg)
+					: conn_outq(s, fd, arg);
 	} else {
 		r = real.ioctl(fd, req, arg);
 		if (r == 0 && req == FIONBIO && arg)
@@ -420,22 +422,28 @@ int ioctl(int fd, unsigned long req, ...)
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	int r = real.setsockopt(fd, level, name, val, len);
-	if (r < 0 || level != SOL_SOCKET || !val ||
-	    (name != SO_RCVTIMEO && name != SO_SNDTIMEO && name != SO_SNDBUF && name != SO_RCVBUF &&
-	     name != SO_SNDBUFFORCE && name != SO_RCVBUFFORCE && name != SO_LINGER &&
-	     name != SO_OOBINLINE))
+	int tcp = level == IPPROTO_TCP && name == TCP_NOTSENT_LOWAT;
+	if (r < 0 || !val || (level != SOL_SOCKET && !tcp) ||
+	    (!tcp && name != SO_RCVTIMEO && name != SO_SNDTIMEO && name != SO_SNDBUF &&
+	     name != SO_RCVBUF && name != SO_SNDBUFFORCE && name != SO_RCVBUFFORCE &&
+	     name != SO_RCVLOWAT && name != SO_LINGER && name != SO_OOBINLINE))
 		return r;
 	/* What an accelerated connection would do differently: its state records it. */
 	struct obj *o = fdtab_get_made(fd);
 	struct usock *s = sock_of(o);
 	if (s) {
-		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval))
+		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && !tcp &&
+		    len >= sizeof(struct timeval))
 			memcpy(name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo, val,
 			       sizeof(struct timeval));
+		else if (tcp && len >= sizeof(int))
+			conn_set_limit(s, fd, CONN_NOTSENT_LOWAT, *(const int *)val);
 		else if ((name == SO_SNDBUF || name == SO_SNDBUFFORCE) && len >= sizeof(int))
-			conn_set_buf(s, fd, SO_SNDBUF, *(const int *)val);
+			conn_set_limit(s, fd, CONN_SNDBUF, *(const int *)val);
 		else if ((name == SO_RCVBUF || name == SO_RCVBUFFORCE) && len >= sizeof(int))
-			conn_set_buf(s, fd, SO_RCVBUF, *(const int *)val);
+			conn_set_limit(s, fd, CONN_RCVBUF, *(const int *)val);
+		else if (name == SO_RCVLOWAT && len >= sizeof(int))
+			conn_set_limit(s, fd, CONN_RCVLOWAT, *(const int *)val);
 		else if (name == SO_OOBINLINE && len >= sizeof(int))
 			s->oobinline = *(const int *)val != 0;
 		else if (name == SO_LINGER && len >= sizeof(struct linger))

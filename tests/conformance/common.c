@@ -903,3 +903,13 @@ void cf_read_some_then_reset(void (*client)(void *port), unsigned seed)
     close(s);
     cf_join();
 }
+
+void cf_recv_filled(int s, unsigned seed)
+{
+    uint64_t filled = cf_wait_u64();
+    cf_recv_pattern_n(s, filled, 4096, seed);
+    printf("all of it arrived intact\n");
+    EXPECT_RET("then EOF", read(s, &(char){0}, 1), 0);
+    close(s);
+    cf_join();
+}

@@ -226,6 +226,11 @@ void cf_urgent_sender(void *port);
  * closes once the writer had time to block on the full buffers; then joins the client. */
 void cf_read_some_then_reset(void (*client)(void *port), unsigned seed);
 
+/* The reader of a peer that filled the connection with the pattern of seed (cf_fill_until_full)
+ * and posted how much (cf_post_u64), then shut down writing: reads and verifies it all, expects
+ * EOF, closes s and joins the peer. */
+void cf_recv_filled(int s, unsigned seed);
+
 /* Raises RLIMIT_NOFILE to at least n. */
 void cf_raise_nofile(rlim_t n);
 

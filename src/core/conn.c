@@ -43,6 +43,39 @@ void usock_put(struct usock *s)
 	obj_free(&s->o);
 }
 
+void conn_set_limit(struct usock *s, int fd, enum conn_limit which, int v)
+{
+	static const int names[] = {SO_SNDBUF, SO_RCVBUF, SO_RCVLOWAT};
+	socklen_t l = sizeof(v);
+
+	/* The kernel doubles a buffer size and enforces a minimum, and caps
+	 * SO_RCVLOWAT by the receive buffer: what it reports counts. */
+	if (which == CONN_SNDBUF)
+		s->sndbuf = v;
+	else if (which == CONN_RCVBUF)
+		s->rcvbuf = v;
+	if (which != CONN_NOTSENT_LOWAT &&
+	    real.getsockopt(fd, SOL_SOCKET, names[which], &v, &l) < 0)
+		return;
+	*(which == CONN_SNDBUF	   ? &s->sndbuf_eff
+	  : which == CONN_RCVBUF   ? &s->rcvbuf_eff
+	  : which == CONN_RCVLOWAT ? &s->rcvlowat
+				   : &s->notsent_lowat) = v;
+	if (!conn_accel(s) || which == CONN_RCVLOWAT)
+		return;
+	/* Taken for new writes: bytes already in the ring stay. */
+	enum hold_dir d = which == CONN_RCVBUF ? HOLD_RX : HOLD_TX;
+	op_lock(s, d);
+	if (d == HOLD_TX) {
+		tx_limit(s, tx_base(s));
+	} else {
+		/* The peer's writer, if it waits for room, may have more now. */
+		atomic_store_explicit(&s->rx.sh->cons_window, (uint32_t)v, memory_order_relaxed);
+		notify_space(s);
+	}
+	op_unlock(s, d);
+}
+
 /* How often a readiness look tries a direction's lock before it counts it busy:
  * another thread's look holds it for a few loads, an operation far longer. */
 #define VIEW_TRIES 64
@@ -50,10 +83,13 @@ void usock_put(struct usock *s)
 /* Copies one direction under its lock: current even when another holder moved
  * the cursors. Unless told to wait, a direction whose lock another operation
  * holds is not copied (VIEW_BUSY(d)): a signal handler's poll() may have
- * interrupted that very operation. */
+ * interrupted that very operation. A newer urgent cursor is taken on the way,
+ * as TCP takes an urgent pointer when it arrives, not at the next read: what
+ * its arrival drops depends on where the reader stands then. */
 static unsigned view_end(struct usock *s, enum hold_dir d, struct ring_end *e, int wait)
 {
 	pthread_mutex_t *m = d == HOLD_TX ? &s->tx_lock : &s->rx_lock;
+	uint64_t avail;
 
 	if (wait) {
 		pthread_mutex_lock(m);
@@ -68,6 +104,16 @@ static unsigned view_end(struct usock *s, enum hold_dir d, struct ring_end *e, i
 	*e = d == HOLD_TX ? s->tx : s->rx;
 	if (s->hold)
 		holders_peek(s->hold, d, e);
+	if (d == HOLD_RX && e->sh && urg_news(e)) {
+		if (s->hold)
+			holders_lock(s->hold, d, &s->rx);
+		/* A broken cursor is left for the caller's own look to find. */
+		if (ring_avail(&s->rx, &avail) == 0)
+			urg_update(s, &s->rx, 1);
+		*e = s->rx;
+		if (s->hold)
+			holders_unlock(s->hold, d, &s->rx);
+	}
 	pthread_mutex_unlock(m);
 	return 0;
 }
@@ -89,6 +135,12 @@ void rings_setup(struct usock *s)
 		      s->seg.ring_size[tx]);
 	ring_end_init(&s->rx, &h->ring[rx], seg_ring_data(h, rx, s->seg.ring_size),
 		      s->seg.ring_size[rx]);
+	/* What was set before the connection existed. */
+	if (s->sigurg)
+		atomic_store_explicit(&s->rx.sh->cons_sigurg, s->sigurg, memory_order_relaxed);
+	if (s->rcvbuf_eff)
+		atomic_store_explicit(&s->rx.sh->cons_window, (uint32_t)s->rcvbuf_eff,
+				      memory_order_relaxed);
 }
 
 /* Rings a peer may still make after we counted its rings for the last time

@@ -79,6 +79,21 @@ struct usock {
 	_Atomic uint32_t bell_users;
 	struct timeval rcvtimeo, sndtimeo;
 	int sndbuf, rcvbuf;         /* sizes the application asked for, 0 = default */
+	/* SO_SNDBUF and SO_RCVBUF as getsockopt() reports them once set, else 0;
+	 * and the peer's receive buffer as the producer last took it (ring.h,
+	 * cons_window). */
+	int sndbuf_eff, rcvbuf_eff;
+	uint32_t peer_window;
+	/* client: its producer's limit is still the window of a pending
+	 * connection; the writer widens it once it sees the attach */
+	int tx_pending_limit;
+	/* SO_RCVLOWAT as getsockopt() reports it (0 until set: 1), and
+	 * TCP_NOTSENT_LOWAT (0: none). */
+	int rcvlowat, notsent_lowat;
+	int oobinline;              /* SO_OOBINLINE */
+	/* The socket's owner (F_SETOWN) as the peer's sender is told (ring.h,
+	 * cons_sigurg), published once the rings exist. */
+	int32_t sigurg;
 	/* listener */
 	struct sockaddr_storage bound;
 	int registered;
@@ -148,7 +163,23 @@ struct usock *conn_import(const struct conn_export *x);
 
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* The rest of a piece conn_send() sent short, sent on as the kernel's splice
+ * sends what a short send left of a pipe (sendfile()): without waiting for
+ * room, and to TCP once the connection writes there, whose error this send
+ * then takes while the call's count hides it. Returns what went out, 0 for
+ * nothing. */
+ssize_t conn_send_more(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* recv(MSG_OOB); msg_flags (may be NULL) gets what recvmsg() reports. */
+ssize_t conn_recv_urg(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      int *msg_flags);
+/* SIOCATMARK. */
+int conn_atmark(struct usock *s, int fd, int *out);
+/* setsockopt() of one of these succeeded with v. */
+enum conn_limit { CONN_SNDBUF, CONN_RCVBUF, CONN_RCVLOWAT, CONN_NOTSENT_LOWAT };
+void conn_set_limit(struct usock *s, int fd, enum conn_limit which, int v);
+/* F_SETOWN_EX (type: F_OWNER_*; id 0 for none), or its equivalents, succeeded. */
+void conn_set_owner(struct usock *s, int type, pid_t id);
 int conn_shutdown(struct usock *s, int fd, int how);
 /* The last descriptor of a connection (not a listener: conn_listener_closed()) is
  * being closed. Returns 1 when conn_close_finish() must follow once the kernel
@@ -156,6 +187,7 @@ int conn_shutdown(struct usock *s, int fd, int how);
 int conn_close(struct usock *s, int fd);
 void conn_close_finish(struct usock *s);
 int conn_fionread(struct usock *s, int fd, int *out);
+/* SIOCOUTQ (TIOCOUTQ) and SIOCOUTQNSD. */
 int conn_outq(struct usock *s, int fd, int *out);
 
 /* Readiness. conn_poll_prepare() says which events to ask the kernel for on the TCP

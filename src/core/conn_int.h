@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "conn.h"
 #include "sys.h"
 
@@ -131,9 +132,76 @@ static inline int eof_possible(struct usock *s)
 		RING_PF_SHUT_WR);
 }
 
-static inline int writable(const struct ring_end *tx, uint64_t space)
+/* What the producer may have outstanding before the limits the program set: the
+ * ring, or the window of a client whose attach is pending. */
+static inline uint64_t tx_base(struct usock *s)
 {
-	return space * 3 >= tx->cap;
+	return mode_of(s) == MODE_PENDING && cfg.pending_window < s->tx.size ? cfg.pending_window
+									  : s->tx.size;
+}
+
+/* The peer's receive buffer, as tx's producer knows it: what the peer
+ * published, or the kernel's default. */
+static inline uint64_t tx_window(const struct ring_end *tx)
+{
+	uint32_t w = atomic_load_explicit(&tx->sh->cons_window, memory_order_relaxed);
+
+	return w ? w : sys_tcp_rcvbuf();
+}
+
+/* What of tx lies past the peer's receive buffer, as of the producer's last
+ * look at the consumer: what TCP would still hold unsent (SIOCOUTQNSD). */
+static inline uint64_t tx_unsent(const struct ring_end *tx)
+{
+	uint64_t out = tx->pos - tx->peer, w = tx_window(tx);
+
+	return out > w ? out - w : 0;
+}
+
+/* The program set something that bounds the producer below the ring. */
+static inline int tx_limited(const struct usock *s)
+{
+	return s->sndbuf_eff || s->notsent_lowat;
+}
+
+/* The limit of tx (ours, or a copy) from base: once the program set its send
+ * buffer, that buffer and the peer's receive buffer at most, about what TCP
+ * holds in flight between the two sockets (unset, TCP's send buffer grows past
+ * any ring, and bounds nothing); with TCP_NOTSENT_LOWAT, that much unsent at
+ * most, as a write waits then. */
+static inline uint64_t tx_limit_of(struct usock *s, const struct ring_end *tx, uint64_t base)
+{
+	uint64_t w = tx_window(tx), l = base;
+
+	if (s->sndbuf_eff && (uint64_t)s->sndbuf_eff + w < l)
+		l = (uint64_t)s->sndbuf_eff + w;
+	if (s->notsent_lowat && w + (uint64_t)s->notsent_lowat < l)
+		l = w + (uint64_t)s->notsent_lowat;
+	return l;
+}
+
+/* Sets our producer's limit from base (under the direction's lock). */
+void tx_limit(struct usock *s, uint64_t base);
+
+/* Writable, space being the room tx has: a third of it free; once the program
+ * bounded it, as tcp_poll() asks __sk_stream_is_writeable(): no more than two
+ * thirds of the send buffer unsent, less than half of TCP_NOTSENT_LOWAT. */
+static inline int writable(const struct usock *s, const struct ring_end *tx, uint64_t space)
+{
+	if (!tx_limited(s))
+		return space * 3 >= tx->limit;
+	uint64_t unsent = tx_unsent(tx);
+	return space && (!s->sndbuf_eff || 3 * unsent <= 2 * (uint64_t)s->sndbuf_eff) &&
+	       (!s->notsent_lowat || 2 * unsent < (uint64_t)s->notsent_lowat);
+}
+
+/* Bytes a read waits for: SO_RCVLOWAT, or what it asked for if fewer, and at
+ * least one (tcp_recvmsg()'s target, sock_rcvlowat()). */
+static inline size_t rcv_target(const struct usock *s, size_t want)
+{
+	size_t t = s->rcvlowat > 1 ? (size_t)s->rcvlowat : 1;
+
+	return want && want < t ? want : t;
 }
 
 /* Events satisfied by shared memory alone (no system call), as tx and rx (ours,
@@ -151,7 +219,7 @@ static inline short shm_ready(struct usock *s, struct ring_end *tx, struct ring_
 			r |= POLLIN;
 	}
 	if (events & POLLOUT) {
-		if (writes_to_tcp(s) || ring_space(tx, &n) < 0 || writable(tx, n))
+		if (writes_to_tcp(s) || ring_space(tx, &n) < 0 || writable(s, tx, n))
 			r |= POLLOUT;
 	}
 	return r;
@@ -169,6 +237,43 @@ static inline size_t iov_total(const struct iovec *iov, int iovcnt)
 		t += iov[i].iov_len;
 	return t;
 }
+
+/* ------------------------------------------------------------ conn_urg.c */
+
+/* Our receive buffer, as getsockopt(SO_RCVBUF) reports it. */
+static inline uint64_t conn_rcv_window(const struct usock *s)
+{
+	return s->rcvbuf_eff ? (uint64_t)s->rcvbuf_eff : sys_tcp_rcvbuf();
+}
+
+/* The producer published an urgent cursor rx has not taken. */
+static inline int urg_news(const struct ring_end *rx)
+{
+	return atomic_load_explicit(&rx->sh->prod_urg, memory_order_relaxed) != rx->urg;
+}
+
+/* Urgent data may concern a read of rx (ring_avail() just read the producer's
+ * line, which holds the urgent cursor too): a newer cursor, or a byte not
+ * passed yet. A connection that never saw any pays one test. */
+static inline int urg_pending(const struct ring_end *rx)
+{
+	return __builtin_expect((atomic_load_explicit(&rx->sh->prod_urg, memory_order_relaxed) |
+				 rx->urg) != 0, 0) &&
+	       (urg_news(rx) || ring_urg_live(rx));
+}
+
+/* Takes a newer urgent cursor into rx: the bytes its arrival drops (ring.h),
+ * consumed when commit (rx is ours, under its lock), else only passed (a
+ * copy); -1 for a forged cursor. */
+int64_t urg_update(struct usock *s, struct ring_end *rx, int commit);
+/* How the urgent byte stands, as TCP's urg_data: none (or passed), announced
+ * but not arrived, arrived, read with MSG_OOB. */
+enum { URG_NONE, URG_NOTYET, URG_VALID, URG_READ };
+int urg_state(struct usock *s, const struct ring_end *rx);
+/* FIONREAD of avail bytes: up to the mark when the urgent byte is there. */
+uint64_t urg_inq(struct usock *s, const struct ring_end *rx, uint64_t avail);
+/* Urgent data went out: SIGURG to the peer's socket owner. */
+void urg_signal(struct usock *s);
 
 /* ------------------------------------------------------------ conn_share.c */
 

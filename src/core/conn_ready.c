@@ -45,6 +45,39 @@ void conn_note_tcp_event(struct usock *s)
 	atomic_store(&s->tcp_event, 1);
 }
 
+/* Input as poll reports it, on a copy view() took: SO_RCVLOWAT bytes, an urgent
+ * byte at our cursor not counting unless it is inline (tcp_poll()), and POLLPRI
+ * while an urgent byte that arrived is unread. -1: a cursor broke. */
+static short rx_ready(struct usock *s, struct ring_end *rx)
+{
+	/* SO_RCVLOWAT, at most what the ring holds, which no more can join. */
+	uint64_t n, need = rcv_target(s, rx->size);
+	int64_t drop = 0;
+	short r = 0;
+
+	if (ring_avail(rx, &n) < 0 || (urg_pending(rx) && (drop = urg_update(s, rx, 0)) < 0))
+		return -1;
+	n -= (uint64_t)drop;
+	if (ring_urg_live(rx)) {
+		if (rx->urg - 1 == rx->pos && !s->oobinline)
+			need++;
+		if (urg_state(s, rx) == URG_VALID)
+			r |= POLLPRI;
+	}
+	if (n >= need)
+		r |= POLLIN | POLLRDNORM;
+	return r;
+}
+
+/* A copy of our producer's end as a write would find it: with the limit the
+ * peer's receive buffer sets now, which a write takes up only when it needs
+ * the room. */
+static void tx_view(struct usock *s, struct ring_end *tx)
+{
+	if (tx_limited(s))
+		ring_limit(tx, tx_limit_of(s, tx, tx_base(s)));
+}
+
 short conn_revents(struct usock *s, int fd, short events, short tcp)
 {
 	short r;
@@ -79,14 +112,14 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	 * thread's operation may leave it either way, as another thread's read
 	 * may take the bytes the kernel reported, and the caller looks again. */
 	unsigned busy = view(s, &tx, &rx, 0);
-	if (busy & VIEW_BUSY(HOLD_RX)) {
-		r |= POLLIN | POLLRDNORM;
-	} else if (ring_avail(&rx, &n) < 0) {
+	short in = busy & VIEW_BUSY(HOLD_RX) ? POLLIN | POLLRDNORM : rx_ready(s, &rx);
+	if (in < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
-	} else if (n) {
-		r |= POLLIN | POLLRDNORM;
+	} else {
+		r |= in;
 	}
+	tx_view(s, &tx);
 	if (writes_to_tcp(s)) {
 		r |= (short)(tcp & (POLLOUT | POLLWRNORM));
 	} else if (busy & VIEW_BUSY(HOLD_TX)) {
@@ -94,7 +127,7 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	} else if (ring_space(&tx, &n) < 0) {
 		conn_abort(s, fd);
 		r |= POLLERR;
-	} else if (writable(&tx, n)) {
+	} else if (writable(s, &tx, n)) {
 		r |= POLLOUT | POLLWRNORM;
 	}
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
@@ -107,20 +140,25 @@ int conn_arm(struct usock *s, int fd, short events)
 	(void)fd;
 	if (!s->connected)
 		return 0;
-	arm_bell(s, events);
+	/* Urgent data comes as bytes do, in the peer's ring. */
+	arm_bell(s, events & POLLPRI ? events | POLLIN : events);
 	unsigned busy = view(s, &tx, &rx, 0);
 	/* As for conn_revents(): busy counts as ready. */
-	if (((events & POLLIN) && (busy & VIEW_BUSY(HOLD_RX))) ||
+	if (((events & (POLLIN | POLLPRI)) && (busy & VIEW_BUSY(HOLD_RX))) ||
 	    ((events & POLLOUT) && (busy & VIEW_BUSY(HOLD_TX))))
 		return 1;
-	return shm_ready(s, &tx, &rx, events) != 0;
+	if (((events & POLLIN) && eof_possible(s)) ||
+	    ((events & (POLLIN | POLLPRI)) && (rx_ready(s, &rx) & events)))
+		return 1;
+	tx_view(s, &tx);
+	return shm_ready(s, &tx, &rx, (short)(events & POLLOUT)) != 0;
 }
 
 void conn_stamp(struct usock *s, short events, struct conn_stamp *st)
 {
 	*st = (struct conn_stamp){0};
 	if (s->connected && conn_accel(s)) {
-		if (events & (POLLIN | POLLRDHUP))
+		if (events & (POLLIN | POLLRDHUP | POLLPRI))
 			st->rx_prod = atomic_load_explicit(&s->rx.sh->prod, memory_order_acquire);
 		if (events & POLLOUT)
 			st->tx_cons = atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire);
@@ -137,7 +175,7 @@ void conn_disarm(struct usock *s, short events)
 	/* An epoll registration relies on the arm staying in place. */
 	if (!conn_accel(s) || s->regs)
 		return;
-	if (events & POLLIN) {
+	if (events & (POLLIN | POLLPRI)) {
 		ring_disarm(&s->rx.sh->cons_wait);
 		atomic_store_explicit(&s->rx.sh->cons_how, 0, memory_order_relaxed);
 	}

@@ -14,18 +14,25 @@ static ssize_t plain_recvmsg(int fd, const struct iovec *iov, int iovcnt, int fl
 	return real.recvmsg(fd, &mh, flags);
 }
 
-ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+/* A read, or a peek when peek; constant in each of conn_recv()'s two instances,
+ * so that a read carries none of a peek's bookkeeping. */
+static inline __attribute__((always_inline)) ssize_t
+recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int peek)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
-	uint64_t deadline = 0, avail;
+	/* off: what a peek looked past already (a read consumes it instead). */
+	uint64_t deadline = 0, avail, off = 0;
 	int nb = s->nonblock || (flags & MSG_DONTWAIT);
-	int peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
-
-	if (flags & MSG_OOB) {
-		stat_add(STAT_OOB_CALLS, 1);
-		errno = EINVAL; /* as TCP says when no urgent byte is pending */
-		return -1;
+	/* What the call waits for: a byte, unless MSG_WAITALL or SO_RCVLOWAT
+	 * says more; a peek, which consumes nothing, no more than the ring can
+	 * hold. */
+	size_t target = 1;
+	if (__builtin_expect((flags & MSG_WAITALL) || s->rcvlowat > 1, 0)) {
+		target = (flags & MSG_WAITALL) && !peek ? want : rcv_target(s, want);
+		if (peek && target > s->rx.size)
+			target = s->rx.size;
 	}
+
 	op_lock(s, HOLD_RX);
 	for (;;) {
 		if (mode_of(s) == MODE_PENDING && s->connected)
@@ -43,13 +50,20 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 				goto tcp;
 			continue;
 		}
-		if (ring_avail(&s->rx, &avail) < 0) {
+		int64_t drop = 0;
+		if (ring_avail(&s->rx, &avail) < 0 ||
+		    (urg_pending(&s->rx) && (drop = urg_update(s, &s->rx, 1)) < 0)) {
 			conn_abort(s, fd);
 			if (done)
 				break;
 			errno = ECONNRESET;
 			goto fail;
 		}
+		avail -= (uint64_t)drop;
+		off -= off < (uint64_t)drop ? off : (uint64_t)drop;
+		avail -= off;
+		/* Where the urgent byte stands from what this call looked at. */
+		uint64_t mark = ring_urg_live(&s->rx) ? s->rx.urg - 1 - s->rx.pos - off : UINT64_MAX;
 		if (want == 0 && (avail || nb))
 			break; /* TCP: a zero-length read returns at once unless it must wait */
 		if (avail && want) {
@@ -60,9 +74,29 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			if (mode_of(s) == MODE_PENDING)
 				conn_pending_check(s, fd);
 			size_t n = want - done < avail ? want - done : (size_t)avail;
-			ring_peek(&s->rx, 0, iov, iovcnt, done, n);
+			if (mark < n) {
+				/* A read stops at the urgent byte once it copied anything;
+				 * one that starts there skips it, unless it is inline
+				 * (tcp_recvmsg()). */
+				if (mark == 0 && done)
+					break;
+				if (mark == 0 && !s->oobinline) {
+					if (peek) {
+						off++;
+					} else {
+						ring_consume(&s->rx, 1);
+						stat_add(STAT_BYTES_RECV, 1);
+					}
+					continue;
+				}
+				if (mark)
+					n = (size_t)mark;
+			}
+			ring_peek(&s->rx, off, iov, iovcnt, done, n);
 			done += n;
-			if (!peek) {
+			if (peek) {
+				off += n;
+			} else {
 				ring_consume(&s->rx, n);
 				note_cpu(&s->rx.sh->cons_cpu);
 				stat_add(STAT_BYTES_RECV, n);
@@ -71,7 +105,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 				if ((s->rx.size - (avail - n)) * 3 >= s->rx.size)
 					notify_space(s);
 			}
-			if (!waitall || done == want)
+			if (done >= target || done == want)
 				break;
 			continue;
 		}
@@ -79,7 +113,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			if (s->shut_rd)
 				break;
 			/* Bytes published before the flag are visible now; look again. */
-			if (ring_avail(&s->rx, &avail) == 0 && avail)
+			if (ring_avail(&s->rx, &avail) == 0 && avail > off)
 				continue;
 			/* A peer that ends with FIN sent it before it said so: EOF now,
 			 * without asking the kernel. Without the mark, an RST may be
@@ -115,7 +149,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 				goto fail;
 			}
 		}
-		if (done && !waitall)
+		if (done >= target)
 			break;
 		if (nb) {
 			if (done)
@@ -147,17 +181,27 @@ fail:
 	return -1;
 }
 
+ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	if (flags & MSG_OOB)
+		return conn_recv_urg(s, fd, iov, iovcnt, flags, NULL);
+	if (flags & MSG_PEEK)
+		return recv_body(s, fd, iov, iovcnt, flags, 1);
+	return recv_body(s, fd, iov, iovcnt, flags, 0);
+}
+
 int conn_fionread(struct usock *s, int fd, int *out)
 {
 	uint64_t avail;
 	struct ring_end tx, rx;
 
 	view(s, &tx, &rx, 1);
-	if (ring_avail(&rx, &avail) < 0) {
+	if (ring_avail(&rx, &avail) < 0 || (urg_pending(&rx) && urg_update(s, &rx, 0) < 0)) {
 		conn_abort(s, fd);
 		errno = ECONNRESET;
 		return -1;
 	}
+	avail = urg_inq(s, &rx, rx.peer - rx.pos);
 	*out = avail > 0x7fffffff ? 0x7fffffff : (int)avail;
 	return 0;
 }

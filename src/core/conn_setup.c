@@ -100,7 +100,8 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	lgr_put(g); /* the segment holds its own reference */
 	g = NULL;
 	rings_setup(s);
-	s->tx.cap = cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size;
+	tx_limit(s, cfg.pending_window < s->tx.size ? cfg.pending_window : s->tx.size);
+	s->tx_pending_limit = 1;
 	bell_take(s, bell);
 	s->deadline_ns = sys_now_ns() + (uint64_t)cfg.handshake_ms * 1000000ull;
 	/* A peer answering within a millisecond is usmc: no probe before that. */
@@ -192,6 +193,14 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	claim_listener(l);
 	s->server = 1;
 	s->connected = 1;
+	/* What an accepted socket inherits from its listener (sk_clone_lock()). */
+	s->oobinline = l->oobinline;
+	s->sndbuf = l->sndbuf;
+	s->rcvbuf = l->rcvbuf;
+	s->sndbuf_eff = l->sndbuf_eff;
+	s->rcvbuf_eff = l->rcvbuf_eff;
+	s->rcvlowat = l->rcvlowat;
+	s->notsent_lowat = l->notsent_lowat;
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
 	     (!worth_asking(l, c.local.port) || handoff_fetch(&c, &loc, &bell, &id) != 1))) {
@@ -218,6 +227,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 		return;
 	}
 	rings_setup(s);
+	tx_limit(s, s->tx.size);
 	/* Handed over by a sibling: the client's channel leads to the sibling, and
 	 * its hanging up (the sibling exiting) says nothing about us. */
 	if (!loc.lgr)

@@ -78,11 +78,13 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 		.hold_fd = s->hold ? dup_inheritable(s->hold_fd) : -1,
 		.arena_size = s->seg.arena->size, .seg_off = s->seg.off, .seg_size = s->seg.size,
 		.ring_size = {s->seg.ring_size[0], s->seg.ring_size[1]},
-		.tx_pos = s->tx.pos, .tx_peer = s->tx.peer, .tx_cap = s->tx.cap,
-		.rx_pos = s->rx.pos, .rx_peer = s->rx.peer,
+		.tx_pos = s->tx.pos, .tx_peer = s->tx.peer, .tx_cap = s->tx.limit,
+		.rx_pos = s->rx.pos, .rx_peer = s->rx.peer, .rx_urg = s->rx.urg,
 		.tx_rung = s->tx.last_rung, .rx_rung = s->rx.last_rung,
+		.rx_urg_read = s->rx.urg_read, .oobinline = s->oobinline,
 		.rcvtimeo = s->rcvtimeo, .sndtimeo = s->sndtimeo,
-		.sndbuf = s->sndbuf, .rcvbuf = s->rcvbuf,
+		.sndbuf = s->sndbuf, .rcvbuf = s->rcvbuf, .sndbuf_eff = s->sndbuf_eff,
+		.rcvbuf_eff = s->rcvbuf_eff, .rcvlowat = s->rcvlowat, .notsent_lowat = s->notsent_lowat,
 	};
 	op_unlock(s, HOLD_RX);
 	op_unlock(s, HOLD_TX);
@@ -123,11 +125,14 @@ struct usock *conn_import(const struct conn_export *in)
 	rings_setup(s);
 	s->tx.pos = x.tx_pos;
 	s->tx.peer = x.tx_peer;
-	s->tx.cap = x.tx_cap;
+	ring_limit(&s->tx, x.tx_cap);
 	s->tx.last_rung = x.tx_rung;
 	s->rx.pos = x.rx_pos;
 	s->rx.peer = x.rx_peer;
 	s->rx.last_rung = x.rx_rung;
+	s->rx.urg = x.rx_urg;
+	s->rx.urg_read = x.rx_urg_read;
+	s->oobinline = x.oobinline;
 	if (x.hold_fd >= 0) {
 		if (!(s->hold = holders_adopt(x.hold_fd)))
 			goto fail;
@@ -144,6 +149,10 @@ struct usock *conn_import(const struct conn_export *in)
 	s->sndtimeo = x.sndtimeo;
 	s->sndbuf = x.sndbuf;
 	s->rcvbuf = x.rcvbuf;
+	s->sndbuf_eff = x.sndbuf_eff;
+	s->rcvbuf_eff = x.rcvbuf_eff;
+	s->rcvlowat = x.rcvlowat;
+	s->notsent_lowat = x.notsent_lowat;
 	atomic_store(&s->mode, MODE_SHM);
 	socktab_note(x.fd, s);
 	return s;

@@ -32,18 +32,23 @@ static int iov_rest(const struct iovec *iov, int iovcnt, size_t skip, struct iov
 	return k;
 }
 
-ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+void tx_limit(struct usock *s, uint64_t base)
+{
+	s->peer_window = atomic_load_explicit(&s->tx.sh->cons_window, memory_order_relaxed);
+	ring_limit(&s->tx, tx_limit_of(s, &s->tx, base));
+}
+
+/* A send; oob is constant in each of conn_send()'s two instances, so that a
+ * send that is not urgent carries none of the urgent one's work. more: the
+ * rest of a piece sent short (conn_send_more()). */
+static inline __attribute__((always_inline)) ssize_t
+send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int oob,
+	  int more)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0;
 	int nb = s->nonblock || (flags & MSG_DONTWAIT), counted_full = 0;
 
-	if (flags & MSG_OOB) {
-		/* Urgent data has no place in a byte ring. */
-		stat_add(STAT_OOB_CALLS, 1);
-		errno = EOPNOTSUPP;
-		return -1;
-	}
 	op_lock(s, HOLD_TX);
 	for (;;) {
 		if (mode_of(s) == MODE_PENDING && s->connected)
@@ -53,8 +58,10 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 		/* Attached: the window of a pending connection no longer holds.
 		 * Widened here, under the writer's lock, which readiness copies the
 		 * ring under (the attach is seen under another). */
-		if (s->tx.cap != s->tx.size && conn_attached(s))
-			s->tx.cap = s->tx.size;
+		if (s->tx_pending_limit && conn_attached(s)) {
+			s->tx_pending_limit = 0;
+			tx_limit(s, tx_base(s));
+		}
 		if (!check_connected(s, fd)) {
 			struct pollfd pf = {fd, POLLOUT, 0};
 			if (real.poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP)))
@@ -70,15 +77,28 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			/* Before the kernel answers for a dead peer's socket. */
 			if (atomic_load(&s->peer_gone))
 				reset_if_peer_died(s, fd);
+			/* Once part of the call went out, the call ends short and
+			 * leaves the kernel's error (the peer's reset, our shutdown)
+			 * to the next one, as TCP's send does: asked now, the kernel
+			 * would give ECONNRESET to a send whose short count hides it,
+			 * and the next call would find only EPIPE. */
+			if (done)
+				goto sent;
 			goto tcp;
 		}
 		/* The consumer's cursor is read only when what it said last is not
-		 * room enough. */
+		 * room enough; so is the peer's receive buffer, as TCP leaves a
+		 * window it advertised open when the peer shrinks its buffer. */
 		uint64_t space = ring_room(&s->tx);
-		if (space < want - done && ring_space(&s->tx, &space) < 0) {
-			conn_abort(s, fd);
-			errno = ECONNRESET;
-			goto fail;
+		if (space < want - done) {
+			if (tx_limited(s) && atomic_load_explicit(&s->tx.sh->cons_window,
+								  memory_order_relaxed) != s->peer_window)
+				tx_limit(s, tx_base(s));
+			if (ring_space(&s->tx, &space) < 0) {
+				conn_abort(s, fd);
+				errno = ECONNRESET;
+				goto fail;
+			}
 		}
 		if (space && done < want) {
 			size_t n = want - done < space ? want - done : (size_t)space;
@@ -86,11 +106,20 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			 * piece while we copy in the next. */
 			if (n > PUBLISH_CHUNK)
 				n = PUBLISH_CHUNK;
-			ring_produce(&s->tx, iov, iovcnt, done, n);
+			ring_write(&s->tx, iov, iovcnt, done, n);
+			/* The urgent mark goes with the last byte of the call, and
+			 * with the last before each wait for room, as tcp_sendmsg()
+			 * marks what it has queued whenever it pushes. */
+			int urgent = oob && (done + n == want || n == space);
+			if (urgent)
+				ring_mark_urgent(&s->tx);
+			ring_publish(&s->tx);
 			note_cpu(&s->tx.sh->prod_cpu);
 			done += n;
 			stat_add(STAT_BYTES_SENT, n);
 			notify_data(s);
+			if (urgent)
+				urg_signal(s);
 			if (done == want)
 				break;
 			continue;
@@ -99,6 +128,8 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			break;
 		if (!counted_full++)
 			stat_add(STAT_RING_FULL, 1);
+		if (more)
+			break;
 		if (nb) {
 			if (done)
 				break;
@@ -115,6 +146,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			goto fail;
 		}
 	}
+sent:
 	op_unlock(s, HOLD_TX);
 	stat_add(STAT_SEND_CALLS, 1);
 	return (ssize_t)done;
@@ -137,6 +169,22 @@ fail:
 	return -1;
 }
 
+ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	if (!(flags & MSG_OOB))
+		return send_body(s, fd, iov, iovcnt, flags, 0, 0);
+	stat_add(STAT_OOB_CALLS, 1);
+	/* A client whose attach is pending may yet fall back and send what the
+	 * ring holds on TCP, which would know nothing of the mark in it. */
+	conn_settle(s, fd);
+	return send_body(s, fd, iov, iovcnt, flags, 1, 0);
+}
+
+ssize_t conn_send_more(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	return send_body(s, fd, iov, iovcnt, flags, 0, 1);
+}
+
 int conn_outq(struct usock *s, int fd, int *out)
 {
 	uint64_t space;
@@ -148,6 +196,10 @@ int conn_outq(struct usock *s, int fd, int *out)
 		errno = ECONNRESET;
 		return -1;
 	}
-	*out = (int)(tx.cap - space);
+	/* What the reader's buffer took counts as received and acknowledged,
+	 * what lies past it as not sent yet: on loopback TCP acknowledges what
+	 * arrives at once, and SIOCOUTQ and SIOCOUTQNSD both come to that. */
+	uint64_t unsent = tx_unsent(&tx);
+	*out = unsent > 0x7fffffff ? 0x7fffffff : (int)unsent;
 	return 0;
 }

@@ -16,7 +16,7 @@ enum decline {
 	DECL_PEER_SPOKE_TCP,  /* bytes or FIN arrived on TCP before the attach */
 	DECL_AMBIGUOUS,       /* several processes listen on the port (SO_REUSEPORT) */
 	DECL_PROTOCOL,        /* malformed control message or segment */
-	DECL_UNSUPPORTED,     /* an option shared memory cannot honour (MSG_OOB...) */
+	DECL_UNSUPPORTED,     /* an option shared memory cannot honour */
 	DECL_INTERNAL,
 	DECL_POLICY,          /* the policy (usmc run --policy, USMC_POLICY) excludes it */
 	DECL_MAX

@@ -55,7 +55,9 @@ int conn_export_claim(const struct conn_export *x, int first, int last, unsigned
 int conn_export_valid(const struct conn_export *x)
 {
 	if ((x->family != AF_INET && x->family != AF_INET6) || !flag(x->server) ||
-	    !flag(x->nonblock) || !flag(x->shut_rd) || !flag(x->shut_wr) || !flag(x->abortive))
+	    !flag(x->nonblock) || !flag(x->shut_rd) || !flag(x->shut_wr) || !flag(x->abortive) ||
+	    !flag(x->rx_urg_read) || !flag(x->oobinline) || x->sndbuf_eff < 0 || x->rcvbuf_eff < 0 ||
+	    x->rcvlowat < 0 || x->notsent_lowat < 0)
 		return 0;
 	if (!ring_size_ok(x->ring_size[0]) || !ring_size_ok(x->ring_size[1]) ||
 	    x->seg_size < seg_bytes(x->ring_size) || x->seg_off > x->arena_size ||
@@ -64,6 +66,7 @@ int conn_export_valid(const struct conn_export *x)
 	/* The server writes ring 1 and reads ring 0 (segment.h). */
 	uint64_t tx = x->ring_size[x->server], rx = x->ring_size[!x->server];
 	return cursors_hold(x->tx_pos, x->tx_peer, tx, 1) &&
-	       cursors_hold(x->rx_pos, x->rx_peer, rx, 0) && x->tx_cap && x->tx_cap <= tx &&
+	       cursors_hold(x->rx_pos, x->rx_peer, rx, 0) && x->rx_urg <= x->rx_peer &&
+	       x->tx_cap && x->tx_cap <= tx &&
 	       timeout_ok(&x->rcvtimeo) && timeout_ok(&x->sndtimeo);
 }

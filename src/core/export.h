@@ -18,16 +18,17 @@ struct conn_export {
 	int family, server, nonblock, shut_rd, shut_wr, abortive;
 	int arena_fd, bell, hold_fd; /* hold_fd: -1 when not shared */
 	uint64_t arena_size, seg_off, seg_size, ring_size[2];
-	uint64_t tx_pos, tx_peer, tx_cap, rx_pos, rx_peer;
+	uint64_t tx_pos, tx_peer, tx_cap, rx_pos, rx_peer, rx_urg;
 	uint32_t tx_rung, rx_rung;
+	int rx_urg_read, oobinline;
 	struct timeval rcvtimeo, sndtimeo;
-	int sndbuf, rcvbuf;
+	int sndbuf, rcvbuf, sndbuf_eff, rcvbuf_eff, rcvlowat, notsent_lowat;
 };
 
 /* Whether x holds together: an address family, rings of sizes a proposal could
  * have, a page-aligned segment holding them inside its arena, cursors that fit
- * their rings as this end left them, flags that are flags and timeouts
- * setsockopt() would take. The descriptors are checked by whoever maps them. */
+ * their rings as this end left them (the urgent one among what was produced),
+ * flags that are flags, and timeouts and sizes setsockopt() would take. The descriptors are checked by whoever maps them. */
 int conn_export_valid(const struct conn_export *x);
 
 /* A passed record names its descriptors by index into the message's descriptor

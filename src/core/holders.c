@@ -15,6 +15,12 @@ struct end_state {
 	pthread_mutex_t lock;   /* process-shared and robust: a holder may die in it */
 	uint64_t pos, peer;
 	uint32_t last_rung;
+	uint64_t urg;
+	int urg_read;
+	/* A send buffer is the socket's, not one holder's; and cap, which
+	 * ring_room() trusts to be no less than what is outstanding, must move
+	 * with the cursors another holder advanced. */
+	uint64_t limit, cap;
 };
 
 struct holders {
@@ -43,6 +49,10 @@ static void save(struct end_state *s, const struct ring_end *e)
 	s->pos = e->pos;
 	s->peer = e->peer;
 	s->last_rung = e->last_rung;
+	s->urg = e->urg;
+	s->urg_read = e->urg_read;
+	s->limit = e->limit;
+	s->cap = e->cap;
 }
 
 static struct holders *map_page(int fd)
@@ -126,11 +136,19 @@ void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
 		 * happen: we go on from where it stood. */
 		if (d == HOLD_TX && skip >= s->pos)
 			atomic_store(&e->sh->prod_skip, 0);
+		/* What it produced on a newer look at the consumer than ours may
+		 * leave more outstanding than cap: no room until we look again. */
+		if (s->pos - s->peer > s->cap)
+			s->cap = s->pos - s->peer;
 		pthread_mutex_consistent(&s->lock);
 	}
 	e->pos = s->pos;
 	e->peer = s->peer;
 	e->last_rung = s->last_rung;
+	e->urg = s->urg;
+	e->urg_read = s->urg_read;
+	e->limit = s->limit;
+	e->cap = s->cap;
 }
 
 void holders_peek(struct holders *h, enum hold_dir d, struct ring_end *e)

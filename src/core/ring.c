@@ -10,6 +10,7 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 	r->sh = sh;
 	r->data = data;
 	r->size = size;
+	r->limit = size;
 	r->cap = size;
 	/* Every connection starts at zero: whatever the shared cursors say is checked
 	 * against this, never adopted. */
@@ -17,6 +18,8 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 	r->peer = 0;
 	r->last_rung = 0;
 	r->rewind_at = 0;
+	r->urg = 0;
+	r->urg_read = 0;
 }
 
 int ring_avail(struct ring_end *r, uint64_t *avail)
@@ -53,11 +56,61 @@ int ring_space(struct ring_end *r, uint64_t *space)
 	 * the checks below bound as for any cursor it publishes. */
 	if (cons == atomic_load_explicit(&r->sh->prod_skip, memory_order_relaxed))
 		cons = ring_round_up(cons, r->size);
-	if (r->pos - cons > r->cap || cons - r->peer > r->cap)
+	/* Bounded by the ring, not by the limit: it may have shrunk below what
+	 * the consumer has yet to read. */
+	if (r->pos - cons > r->size || cons - r->peer > r->size)
 		return RING_CORRUPT;
 	r->peer = cons;
-	*space = r->cap - (r->pos - cons);
+	ring_limit(r, r->limit);
+	*space = ring_room(r);
 	return RING_OK;
+}
+
+void ring_limit(struct ring_end *r, uint64_t limit)
+{
+	uint64_t used = r->pos - r->peer;
+
+	r->limit = limit;
+	r->cap = used > limit ? used : limit;
+}
+
+int ring_urg_news(const struct ring_end *r, uint64_t *urg, uint64_t *run)
+{
+	uint64_t u = atomic_load_explicit(&r->sh->prod_urg, memory_order_relaxed);
+
+	if (u == r->urg)
+		return RING_OK;
+	/* A cursor moves forward, within a ring of ours. */
+	if (u < r->urg || (u > r->pos && u - r->pos > r->size))
+		return RING_CORRUPT;
+	/* Stored, but its prod is not published yet (or we read an older one). */
+	if (u > r->peer)
+		return RING_OK;
+	/* A run cannot start past its end; a forged one drops only bytes the
+	 * producer could have sent urgent one by one. (A byte already consumed,
+	 * which a holder that died before saving its state may leave behind,
+	 * is taken as passed: its run is itself.) */
+	*run = atomic_load_explicit(&r->sh->prod_urg_run, memory_order_relaxed);
+	if (*run > u || u <= r->pos)
+		*run = u;
+	*urg = u;
+	return 1;
+}
+
+uint64_t ring_urg_take(struct ring_end *r, uint64_t urg, uint64_t run)
+{
+	uint64_t p = r->pos;
+
+	/* The reader stands at the older urgent byte, read with MSG_OOB or not:
+	 * the newer cursor drops it. */
+	if (ring_urg_live(r) && r->urg - 1 == p)
+		p++;
+	/* At a byte of the run with a newer one after it: each drops in turn. */
+	if (p + 1 >= run && p + 1 < urg)
+		p = urg - 1;
+	r->urg = urg;
+	r->urg_read = 0;
+	return p - r->pos;
 }
 
 /* Walks an iovec array and a ring span together; dir 0 copies ring->iov. */
@@ -118,8 +171,8 @@ static void rewind_if_empty(struct ring_end *r, size_t len)
 	if (r->pos < r->rewind_at)
 		return;
 	r->rewind_at = r->pos + RING_REWIND_AT;
-	if (off < RING_REWIND_AT || len > off || r->cap != r->size ||
-	    ring_space(r, &space) < 0 || space != r->cap)
+	if (off < RING_REWIND_AT || len > off || r->limit != r->size ||
+	    ring_space(r, &space) < 0 || space != r->size)
 		return;
 	atomic_store_explicit(&r->sh->prod_skip, r->pos, memory_order_relaxed);
 	r->pos = ring_round_up(r->pos, r->size);
@@ -127,13 +180,26 @@ static void rewind_if_empty(struct ring_end *r, size_t len)
 	r->rewind_at = r->pos + RING_REWIND_AT;
 }
 
-void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		  size_t len)
+/* The last cursor and its run are read back from our own line: whoever
+ * scribbled on them changes only which urgent bytes the consumer drops. The run
+ * goes first: a consumer that sees the new cursor sees its run. */
+void ring_mark_urgent(struct ring_end *r)
+{
+	uint64_t last = atomic_load_explicit(&r->sh->prod_urg, memory_order_relaxed);
+	uint64_t run = atomic_load_explicit(&r->sh->prod_urg_run, memory_order_relaxed);
+
+	atomic_store_explicit(&r->sh->prod_urg_run,
+			      last + 1 == r->pos && run && run <= last ? run : r->pos,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->sh->prod_urg, r->pos, memory_order_relaxed);
+}
+
+void ring_write(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		size_t len)
 {
 	rewind_if_empty(r, len);
 	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1);
 	r->pos += len;
-	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);
 }
 
 void ring_arm(_Atomic uint32_t *wait)

@@ -55,6 +55,13 @@ struct ring_shared {
 	 * bytes between carry nothing. A consumer at this cursor stands where one
 	 * at the ring's start would. */
 	_Atomic uint64_t prod_skip;
+	/* Urgent data (MSG_OOB), as SMC's urg_curs: the cursor just past the
+	 * latest urgent byte, 0 before any, and where the run of adjacent urgent
+	 * bytes it ends began (one-byte urgent sends back to back). Both are
+	 * stored before the prod that publishes the byte; every read looks at
+	 * them, so they share prod's line. */
+	_Atomic uint64_t prod_urg;
+	_Atomic uint64_t prod_urg_run;
 	_Alignas(RING_CACHELINE) _Atomic uint32_t prod_wait;   /* producer waits for space */
 	_Atomic uint32_t prod_flags;
 	_Atomic uint32_t prod_how;    /* RING_WAKE_* for the producer's wait */
@@ -70,18 +77,37 @@ struct ring_shared {
 	_Atomic uint32_t cons_how;    /* RING_WAKE_* for the consumer's wait */
 	_Atomic uint32_t cons_kick;   /* the producer sleeps on it for space */
 	_Atomic uint32_t cons_cpu;    /* core the consumer last ran on */
+	/* The consumer's receive buffer, SO_RCVBUF as getsockopt() reports it,
+	 * once its program set one (0: the kernel's default): bytes of the ring
+	 * past this many from its cursor count as not yet sent. */
+	_Atomic uint32_t cons_window;
+	/* Who the consumer's socket owner (F_SETOWN) is, for the producer to
+	 * send SIGURG when urgent data goes out: the pid of the consumer's
+	 * process, minus it for that process's group, RING_SIGURG_UNNAMED for an
+	 * owner it cannot name so, 0 for none. */
+	_Atomic int32_t cons_sigurg;
 };
+#define RING_SIGURG_UNNAMED INT32_MIN
 
 /* Our private view of one direction: validated copies only. */
 struct ring_end {
 	struct ring_shared *sh;
 	unsigned char *data;
 	uint64_t size;          /* power of two */
-	uint64_t cap;           /* bytes the producer may have outstanding (<= size) */
+	/* Producer: bytes it may have outstanding (<= size), as ring_limit() set
+	 * it; cap is the same as of its last look at the consumer, or what was
+	 * outstanding then if more (the limit shrank), so that ring_room() never
+	 * has to compare. */
+	uint64_t limit, cap;
 	uint64_t pos;           /* our own cursor: prod if we produce, cons if we consume */
 	uint64_t peer;          /* last validated peer cursor */
 	uint32_t last_rung;     /* peer wait generation we already rang for */
 	uint64_t rewind_at;     /* producer: cursor from which it looks whether to rewind */
+	/* Consumer: the urgent cursor (prod_urg) taken last, 0 before any; its
+	 * byte is live while it is ahead of pos, and was read with MSG_OOB once
+	 * urg_read is set. */
+	uint64_t urg;
+	int urg_read;
 };
 
 enum ring_err { RING_OK = 0, RING_CORRUPT = -1 };
@@ -96,6 +122,22 @@ size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *io
 		 size_t iov_skip, size_t len);
 void ring_consume(struct ring_end *r, uint64_t n);
 
+/* Consumer side, urgent data. ring_urg_news() reads the producer's urgent cursor
+ * (after ring_avail()): 1 with a newer one that points into what ring_avail()
+ * made visible (*urg, and *run where its run of adjacent urgent bytes began),
+ * 0 with none yet, RING_CORRUPT for one that moved backwards or points further
+ * than a ring past our cursor. ring_urg_take() takes it: the
+ * count of bytes at our cursor that its arrival drops when urgent bytes are not
+ * read inline (TCP's tcp_check_urg(): an older urgent byte the reader stands
+ * at, and each one after it in the run), which the caller consumes or not. */
+int ring_urg_news(const struct ring_end *r, uint64_t *urg, uint64_t *run);
+uint64_t ring_urg_take(struct ring_end *r, uint64_t urg, uint64_t run);
+/* The urgent byte is live: a read has not passed it yet. */
+static inline int ring_urg_live(const struct ring_end *r)
+{
+	return r->urg > r->pos;
+}
+
 /* Producer side. ring_space() reads and validates the consumer cursor. */
 int ring_space(struct ring_end *r, uint64_t *space);
 /* What ring_space() said last, less what we produced since: never more than there
@@ -104,19 +146,30 @@ static inline uint64_t ring_room(const struct ring_end *r)
 {
 	return r->cap - (r->pos - r->peer);
 }
+/* Sets the limit. One below what is outstanding leaves no room until the
+ * consumer has read below it; the bytes stay. */
+void ring_limit(struct ring_end *r, uint64_t limit);
 /* The first cursor at or after cursor where the ring starts over (size: a power
  * of two): where a producer that rewinds goes on. */
 static inline uint64_t ring_round_up(uint64_t cursor, uint64_t size)
 {
 	return (cursor + size - 1) & ~(size - 1);
 }
-/* Copy len bytes from iov (after skipping iov_skip bytes) and publish them.
- * A stream of small messages stays in the ring's first pages, warm in the
- * caches, rather than walking all of it: past RING_REWIND_AT, a producer that
- * finds the ring empty rewinds to its start (prod_skip). */
+/* Copy len bytes from iov (after skipping iov_skip bytes) after our cursor, which
+ * moves past them; ring_publish() makes them visible. A stream of small messages
+ * stays in the ring's first pages, warm in the caches, rather than walking all
+ * of it: past RING_REWIND_AT, a producer that finds the ring empty rewinds to
+ * its start (prod_skip). */
 #define RING_REWIND_AT (8u << 10)
-void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		  size_t len);
+void ring_write(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		size_t len);
+/* The byte before our cursor is urgent (prod_urg): between ring_write() and
+ * ring_publish(), so that the consumer sees the mark with the byte. */
+void ring_mark_urgent(struct ring_end *r);
+static inline void ring_publish(struct ring_end *r)
+{
+	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);
+}
 
 /* Wait protocol. ring_arm() starts a new odd generation in our wait word and issues
  * the full fence that pairs with the other side's ring_should_ring(); the caller

@@ -32,6 +32,9 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_OOB_CALLS] = "urgent_calls",
 	[STAT_SENDFILE_CALLS] = "sendfile_calls",
 	[STAT_SPLICE_CALLS] = "splice_calls",
+	[STAT_SIGURG_SENT] = "sigurg_sent",
+	[STAT_SIGURG_UNVERIFIED] = "sigurg_unverified",
+	[STAT_SIGURG_DENIED] = "sigurg_denied",
 };
 
 const char *stat_name(enum stat_id id)

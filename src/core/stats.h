@@ -46,15 +46,23 @@ enum stat_id {
 	STAT_FALLBACK_REASON,  /* DECL_MAX counters follow, both sides */
 	/* Calls on accelerated sockets that shared memory serves its own way. */
 	STAT_PEEK_CALLS = STAT_FALLBACK_REASON + DECL_MAX,
-	STAT_OOB_CALLS,        /* urgent data asked for (MSG_OOB): refused as TCP would */
+	STAT_OOB_CALLS,        /* urgent data sent or asked for (MSG_OOB) */
 	STAT_SENDFILE_CALLS,
 	STAT_SPLICE_CALLS,
+	/* SIGURG for urgent data we sent, to the owner the receiver published:
+	 * sent; not sent, as nothing vouched for the process it named (another
+	 * pid namespace, a process the link group's channel does not lead to, an
+	 * owner that is neither the receiver nor its group); refused by the
+	 * kernel (no permission to signal it). */
+	STAT_SIGURG_SENT,
+	STAT_SIGURG_UNVERIFIED,
+	STAT_SIGURG_DENIED,
 	STAT_SIDE,             /* SIDE_STATS counters per side, client first */
 	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 6u
+#define STATS_VERSION 7u
 
 struct stats_file {
 	uint64_t magic;

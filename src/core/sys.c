@@ -142,6 +142,43 @@ uint64_t sys_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+ssize_t sys_read_file(const char *path, char *buf, size_t n)
+{
+	struct sys_calls *c = sys_calls();
+	int fd = c->open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd < 0 ? -1 : c->read(fd, buf, n - 1);
+
+	if (fd >= 0)
+		c->close(fd);
+	buf[r > 0 ? r : 0] = 0;
+	return r;
+}
+
+uint32_t sys_tcp_rcvbuf(void)
+{
+	static _Atomic uint32_t v;
+	uint32_t got = atomic_load_explicit(&v, memory_order_relaxed);
+	char buf[64], *p = buf;
+	uint64_t mid = 0;
+
+	if (got)
+		return got;
+	/* "min default max": the second number, parsed by hand (a readiness look
+	 * may ask inside a signal handler). */
+	if (sys_read_file("/proc/sys/net/ipv4/tcp_rmem", buf, sizeof(buf)) > 0) {
+		while (*p >= '0' && *p <= '9')
+			p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (*p >= '0' && *p <= '9' && mid <= UINT32_MAX)
+			mid = mid * 10 + (uint64_t)(*p++ - '0');
+	}
+	/* The kernel's own default, should the file be out of reach. */
+	got = mid && mid <= UINT32_MAX ? (uint32_t)mid : 131072;
+	atomic_store_explicit(&v, got, memory_order_relaxed);
+	return got;
+}
+
 uint64_t sys_deadline(const struct timeval *tv)
 {
 	if (!tv->tv_sec && !tv->tv_usec)

@@ -101,6 +101,13 @@ void *sys_zalloc(size_t n);
  * sys_atfork_child() forgets it in a child. */
 pid_t sys_pid(void);
 void sys_atfork_child(void);
+/* Reads at most n - 1 bytes of a small file (under /proc) into buf, terminated;
+ * returns how many, -1 if it cannot. Async-signal-safe. */
+ssize_t sys_read_file(const char *path, char *buf, size_t n);
+/* The receive buffer of a TCP socket nobody set one for, as getsockopt(SO_RCVBUF)
+ * reports it (the second value of net.ipv4.tcp_rmem: a socket whose bytes go
+ * through shared memory keeps it, the kernel never tunes it), read once. */
+uint32_t sys_tcp_rcvbuf(void);
 /* When a SO_RCVTIMEO or SO_SNDTIMEO timeout started now ends (0: it has none). */
 uint64_t sys_deadline(const struct timeval *tv);
 /* Milliseconds left until deadline_ns (0 = none: -1, infinite). */

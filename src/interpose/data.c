@@ -171,11 +171,15 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	ssize_t r = done(s, conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen, peeking(flags)));
+	int mf = 0;
+	ssize_t r = done(s, flags & MSG_OOB ? conn_recv_urg(s, fd, m->msg_iov, (int)m->msg_iovlen,
+							      peeking(flags), &mf)
+					    : conn_recv(s, fd, m->msg_iov, (int)m->msg_iovlen,
+							peeking(flags)));
 	if (r >= 0) {
 		m->msg_namelen = 0;
 		m->msg_controllen = 0;
-		m->msg_flags = 0;
+		m->msg_flags = mf;
 	}
 	return r;
 }
@@ -262,6 +266,15 @@ FDTAB_WRAP(ssize_t, sendfile, out, (int out, int in, off_t *off, size_t count),
 			break;
 		}
 		ssize_t w = conn_send(s, out, &(struct iovec){buf, (size_t)r}, 1, 0);
+		/* Sent short: the rest once more, as the kernel's splice does.
+		 * Once the connection writes to TCP, that send takes the kernel's
+		 * error and the call's count hides it: on TCP the next sendfile()
+		 * after a reset fails with EPIPE, where a send() fails with
+		 * ECONNRESET. */
+		if (w >= 0 && w < r) {
+			ssize_t more = conn_send_more(s, out, &(struct iovec){buf + w, (size_t)(r - w)}, 1, 0);
+			w += more > 0 ? more : 0;
+		}
 		if (w < 0) {
 			if (!off)
 				lseek(in, -(off_t)r, SEEK_CUR);

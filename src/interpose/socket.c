@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +350,19 @@ static void note_nonblock(int fd, int on)
 		obj_put(o);
 }
 
+/* The socket's owner, who gets SIGURG, as F_SETOWN and its equivalents take
+ * it: a pid, or minus a process group. */
+static void note_owner(int fd, int type, pid_t id)
+{
+	struct obj *o = fdtab_get_made(fd);
+	struct usock *s = sock_of(o);
+
+	if (s)
+		conn_set_owner(s, id < 0 ? F_OWNER_PGRP : type, id < 0 ? -id : id);
+	if (o)
+		obj_put(o);
+}
+
 int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
@@ -362,6 +377,10 @@ int fcntl(int fd, int cmd, ...)
 		return dup_track(fd, r);
 	if (cmd == F_SETFL)
 		note_nonblock(fd, ((long)arg & O_NONBLOCK) != 0);
+	else if (cmd == F_SETOWN)
+		note_owner(fd, F_OWNER_PID, (pid_t)(long)arg);
+	else if (cmd == F_SETOWN_EX)
+		note_owner(fd, ((struct f_owner_ex *)arg)->type, ((struct f_owner_ex *)arg)->pid);
 	return r;
 }
 
@@ -380,12 +399,17 @@ int ioctl(int fd, unsigned long req, ...)
 	struct usock *s = sock_of(o);
 	int r;
 
-	if (s && conn_accel(s) && (req == FIONREAD || req == TIOCOUTQ) && arg) {
-		r = req == FIONREAD ? conn_fionread(s, fd, arg) : conn_outq(s, fd, arg);
+	if (s && conn_accel(s) &&
+	    (req == FIONREAD || req == TIOCOUTQ || req == SIOCOUTQNSD || req == SIOCATMARK) && arg) {
+		r = req == FIONREAD	 ? conn_fionread(s, fd, arg)
+		    : req == SIOCATMARK ? conn_atmark(s, fd, arg)
+					: conn_outq(s, fd, arg);
 	} else {
 		r = real.ioctl(fd, req, arg);
 		if (r == 0 && req == FIONBIO && arg)
 			note_nonblock(fd, *(int *)arg != 0);
+		else if (r == 0 && (req == FIOSETOWN || req == SIOCSPGRP) && arg)
+			note_owner(fd, F_OWNER_PID, *(pid_t *)arg);
 	}
 	if (o) {
 		int e = errno;
@@ -398,19 +422,30 @@ int ioctl(int fd, unsigned long req, ...)
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	int r = real.setsockopt(fd, level, name, val, len);
-	if (r < 0 || level != SOL_SOCKET || !val ||
-	    (name != SO_RCVTIMEO && name != SO_SNDTIMEO && name != SO_SNDBUF && name != SO_RCVBUF &&
-	     name != SO_LINGER))
+	int tcp = level == IPPROTO_TCP && name == TCP_NOTSENT_LOWAT;
+	if (r < 0 || !val || (level != SOL_SOCKET && !tcp) ||
+	    (!tcp && name != SO_RCVTIMEO && name != SO_SNDTIMEO && name != SO_SNDBUF &&
+	     name != SO_RCVBUF && name != SO_SNDBUFFORCE && name != SO_RCVBUFFORCE &&
+	     name != SO_RCVLOWAT && name != SO_LINGER && name != SO_OOBINLINE))
 		return r;
 	/* What an accelerated connection would do differently: its state records it. */
 	struct obj *o = fdtab_get_made(fd);
 	struct usock *s = sock_of(o);
 	if (s) {
-		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval))
+		if ((name == SO_RCVTIMEO || name == SO_SNDTIMEO) && !tcp &&
+		    len >= sizeof(struct timeval))
 			memcpy(name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo, val,
 			       sizeof(struct timeval));
-		else if ((name == SO_SNDBUF || name == SO_RCVBUF) && len >= sizeof(int))
-			*(name == SO_SNDBUF ? &s->sndbuf : &s->rcvbuf) = *(const int *)val;
+		else if (tcp && len >= sizeof(int))
+			conn_set_limit(s, fd, CONN_NOTSENT_LOWAT, *(const int *)val);
+		else if ((name == SO_SNDBUF || name == SO_SNDBUFFORCE) && len >= sizeof(int))
+			conn_set_limit(s, fd, CONN_SNDBUF, *(const int *)val);
+		else if ((name == SO_RCVBUF || name == SO_RCVBUFFORCE) && len >= sizeof(int))
+			conn_set_limit(s, fd, CONN_RCVBUF, *(const int *)val);
+		else if (name == SO_RCVLOWAT && len >= sizeof(int))
+			conn_set_limit(s, fd, CONN_RCVLOWAT, *(const int *)val);
+		else if (name == SO_OOBINLINE && len >= sizeof(int))
+			s->oobinline = *(const int *)val != 0;
 		else if (name == SO_LINGER && len >= sizeof(struct linger))
 			s->abortive = ((const struct linger *)val)->l_onoff &&
 				      !((const struct linger *)val)->l_linger;

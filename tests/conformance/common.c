@@ -848,3 +848,88 @@ void cf_echo_once(int l)
     close(s);
     cf_join();
 }
+
+void cf_show_urgent(int fd, const char *when)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};
+    int mark = -1, queued = -1;
+
+    CHECK(poll(&p, 1, 0) >= 0);
+    if (ioctl(fd, SIOCATMARK, &mark) < 0 || ioctl(fd, FIONREAD, &queued) < 0)
+        FAIL("SIOCATMARK or FIONREAD: %s", cf_errname(errno));
+    printf("%s: %s, at mark %d, %d queued\n", when, cf_poll_str(p.revents), mark, queued);
+}
+
+long cf_recv_oob(int fd, const char *label, int flags)
+{
+    char c = 0;
+    long r = recv(fd, &c, 1, MSG_OOB | flags);
+    int e = errno;
+
+    if (r == 1)
+        printf("%s: '%c'\n", label, c);
+    else
+        cf_report(label, r, e);
+    return r;
+}
+
+volatile sig_atomic_t cf_urgent_signals;
+int cf_urgent_ack = -1;
+
+static void on_sigurg(int sig)
+{
+    (void)sig;
+    cf_urgent_signals++;
+    if (cf_urgent_ack >= 0 && write(cf_urgent_ack, "!", 1) != 1)
+        _exit(1);
+}
+
+void cf_catch_sigurg(void)
+{
+    cf_on_signal(SIGURG, on_sigurg, SA_RESTART);
+}
+
+void cf_wait_sigurg(int want, int ms)
+{
+    for (int i = 0; i < ms && cf_urgent_signals < want; i++)
+        usleep(1000);
+}
+
+void cf_urgent_sender(void *port)
+{
+    char c;
+    int fd = cf_connect(AF_INET, *(uint16_t *)port);
+    while (cf_wait_u64()) {
+        EXPECT_RET("urgent send", send(fd, "u", 1, MSG_OOB), 1);
+        cf_post();
+    }
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    while (read(fd, &c, 1) > 0)
+        ;
+    close(fd);
+}
+
+void cf_read_some_then_reset(void (*client)(void *port), unsigned seed)
+{
+    char buf[1024];
+    int small = 1024;
+    int s = cf_serve(client);
+    CHECK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) == 0);
+    cf_post();
+    cf_read_exact(s, buf, sizeof buf);
+    CHECK(cf_verify(buf, sizeof buf, 0, seed));
+    /* Let the writer block on the full buffers first. */
+    usleep(100000);
+    close(s);
+    cf_join();
+}
+
+void cf_recv_filled(int s, unsigned seed)
+{
+    uint64_t filled = cf_wait_u64();
+    cf_recv_pattern_n(s, filled, 4096, seed);
+    printf("all of it arrived intact\n");
+    EXPECT_RET("then EOF", read(s, &(char){0}, 1), 0);
+    close(s);
+    cf_join();
+}

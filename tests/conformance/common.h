@@ -210,6 +210,33 @@ void cf_echo_rounds(uint16_t port, int rounds, int at_once, size_t msg);
  * sends back, and the peer checks them (as cf_echo_rounds). */
 void cf_echo_once(int l);
 
+/* Urgent data as the reader of fd sees it, on one line: poll's POLLIN and POLLPRI, SIOCATMARK
+ * and FIONREAD. */
+void cf_show_urgent(int fd, const char *when);
+/* recv(MSG_OOB | flags) of one byte: prints "label: 'c'", or the failure; returns recv's result. */
+long cf_recv_oob(int fd, const char *label, int flags);
+
+/* SIGURG, once cf_catch_sigurg() installed the handler (SA_RESTART): counted, and acknowledged
+ * with a byte written to cf_urgent_ack unless it is -1. cf_wait_sigurg waits up to ms for the
+ * count to reach want. */
+extern volatile sig_atomic_t cf_urgent_signals;
+extern int cf_urgent_ack;
+void cf_catch_sigurg(void);
+void cf_wait_sigurg(int want, int ms);
+/* A peer (port: a uint16_t *, for cf_spawn) that sends one urgent byte and posts each time it
+ * is told cf_post_u64(1), until told 0; then shuts down writing, reads to EOF and closes. */
+void cf_urgent_sender(void *port);
+
+/* A reader that closes with data unread: serves client (which must wait for the go, cf_wait,
+ * then write the pattern of seed), shrinks its receive buffer, gives the go, reads 1 KB, and
+ * closes once the writer had time to block on the full buffers; then joins the client. */
+void cf_read_some_then_reset(void (*client)(void *port), unsigned seed);
+
+/* The reader of a peer that filled the connection with the pattern of seed (cf_fill_until_full)
+ * and posted how much (cf_post_u64), then shut down writing: reads and verifies it all, expects
+ * EOF, closes s and joins the peer. */
+void cf_recv_filled(int s, unsigned seed);
+
 /* Raises RLIMIT_NOFILE to at least n. */
 void cf_raise_nofile(rlim_t n);
 

@@ -5,6 +5,8 @@
  *   prod_ahead     A's client->server producer cursor jumps past the ring size: the server's
  *                  next read on A fails with ECONNRESET
  *   prod_back      the same cursor moves backwards: likewise
+ *   urg_ahead      A's client->server urgent cursor points further than a ring past what the
+ *                  server read: its next read on A fails with ECONNRESET
  *   cons_ahead     A's server->client consumer cursor claims more than was produced: the
  *                  server's next write on A that reads it fails with ECONNRESET (a writer
  *                  reads it when the room it last saw is not enough: a write larger than
@@ -54,6 +56,11 @@ static void prod_back(struct seg_hdr *h)
     atomic_fetch_sub(&h->ring[0].prod, 1);
 }
 
+static void urg_ahead(struct seg_hdr *h)
+{
+    atomic_store(&h->ring[0].prod_urg, atomic_load(&h->ring[0].prod) + ((uint64_t)64 << 20));
+}
+
 static void cons_ahead(struct seg_hdr *h)
 {
     atomic_fetch_add(&h->ring[1].cons, 1);
@@ -90,6 +97,7 @@ static void tcp_bytes(struct seg_hdr *h)
 static const struct variant variants[] = {
     {"prod_ahead", ABORT_ON_READ, prod_ahead},
     {"prod_back", ABORT_ON_READ, prod_back},
+    {"urg_ahead", ABORT_ON_READ, urg_ahead},
     {"cons_ahead", ABORT_ON_WRITE, cons_ahead},
     {"cons_back", ABORT_ON_WRITE, cons_back},
     {"flags_garbage", HARMLESS, flags_garbage},
@@ -203,8 +211,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], variants[i].name))
             v = &variants[i];
     if (!v) {
-        fprintf(stderr, "usage: corrupt_cursor prod_ahead|prod_back|cons_ahead|cons_back|"
-                        "flags_garbage|state_garbage|tcp_bytes\n");
+        fprintf(stderr, "usage: corrupt_cursor prod_ahead|prod_back|urg_ahead|cons_ahead|"
+                        "cons_back|flags_garbage|state_garbage|tcp_bytes\n");
         return 2;
     }
     int l = fl_listen(&port);

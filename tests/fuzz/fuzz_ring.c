@@ -10,6 +10,11 @@
  * Rings reach 32 KiB, so that the producer rewinds (ring.h) when it finds one empty;
  * a forged rewind mark counts as a lie once an end follows it.
  *
+ * Urgent data rides along: the producer marks the last byte of a write urgent when
+ * told, the consumer takes urgent cursors as they come, and forged ones (and forged
+ * runs) must be refused or taken exactly as ring.h's rules say, never dropping more
+ * than was published.
+ *
  * Input: ring size exponent, capacity reduction (2 bytes), then operations of one
  * byte each with fixed-length arguments; bytes past the end read as zero. */
 #include "fuzz.h"
@@ -23,7 +28,7 @@
 #define JUNK_OUT 0x5a     /* iovec bytes the consumer must leave alone */
 
 enum op {
-	OP_PRODUCE,       /* len:2 skip:1 pieces:3 */
+	OP_PRODUCE,       /* len:2 skip:1 (top bit: urgent) pieces:3 */
 	OP_CONSUME,       /* skip:2 len:2 iov_skip:1 pieces:3 consume:2 */
 	OP_FORGE_PROD,    /* value:8 */
 	OP_NUDGE_PROD,    /* delta:2, from the consumer's cursor */
@@ -32,6 +37,9 @@ enum op {
 	OP_SCRIBBLE,      /* which:1 value:4 on a wait or flags word */
 	OP_WAIT,          /* what:1 */
 	OP_FORGE_SKIP,    /* delta:2, from the consumer's cursor */
+	OP_URG,           /* the consumer takes what urgent cursor came */
+	OP_FORGE_URG,     /* delta:2, from the consumer's cursor */
+	OP_FORGE_RUN,     /* delta:2, from the consumer's cursor */
 	OP_COUNT
 };
 
@@ -121,7 +129,8 @@ static void op_produce(struct world *w, struct input *in)
 {
 	uint64_t raw = atomic_load(&w->sh->cons), pos = w->prod.pos, peer = w->prod.peer, space;
 	uint64_t cons = follow_skip(w, raw);
-	int legal = cons >= peer && cons <= pos && pos - cons <= w->cap;
+	/* Bounded by the ring: cap bounds only what the producer adds. */
+	int legal = cons >= peer && cons <= pos && pos - cons <= w->size;
 	size_t len, skip;
 	struct iovec iov[PIECES];
 	int n;
@@ -132,12 +141,15 @@ static void op_produce(struct world *w, struct input *in)
 		w->prod_dead = 1;
 		return;
 	}
-	FUZZ_ASSERT(space == w->cap - (pos - cons));
+	FUZZ_ASSERT(space == (pos - cons < w->cap ? w->cap - (pos - cons) : 0));
 	FUZZ_ASSERT(w->prod.peer == cons);
 	if (cons > w->cons.pos)
 		w->tainted = 1; /* unread bytes may be overwritten */
 	len = (size_t)take(in, 2) % (space + 1);
-	skip = (size_t)take(in, 1) % SKIP_MAX;
+	uint8_t sk = (uint8_t)take(in, 1);
+	int urgent = (sk & 0x80) && len;
+	uint64_t urg_before = atomic_load(&w->sh->prod_urg);
+	skip = sk % SKIP_MAX;
 	/* The rewind's rule: looked at every RING_REWIND_AT bytes, taken when the ring is
 	 * empty, long, and the bytes fit before the mark. */
 	uint64_t off = pos & (w->size - 1);
@@ -147,9 +159,15 @@ static void op_produce(struct world *w, struct input *in)
 	n = pieces_alloc(iov, in, skip + len);
 	for (size_t k = 0; k < skip + len; k++)
 		*piece_byte(iov, k) = k < skip ? JUNK_IN : stream_byte(at + k - skip);
-	ring_produce(&w->prod, iov, n, skip, len);
+	ring_write(&w->prod, iov, n, skip, len);
+	if (urgent)
+		ring_mark_urgent(&w->prod);
+	ring_publish(&w->prod);
 	FUZZ_ASSERT(w->prod.pos == at + len);
 	FUZZ_ASSERT(atomic_load(&w->sh->prod) == at + len);
+	FUZZ_ASSERT(atomic_load(&w->sh->prod_urg) == (urgent ? at + len : urg_before));
+	if (urgent)
+		FUZZ_ASSERT(atomic_load(&w->sh->prod_urg_run) <= at + len);
 	if (rewind) {
 		FUZZ_ASSERT(atomic_load(&w->sh->prod_skip) == pos);
 		w->skip = pos;
@@ -207,6 +225,36 @@ static void op_consume(struct world *w, struct input *in)
 	FUZZ_ASSERT(atomic_load(&w->sh->cons) == pos + n);
 }
 
+/* The consumer looks for an urgent cursor, as a read does after ring_avail(). */
+static void op_urg(struct world *w)
+{
+	uint64_t avail, urg, run, pos, old = w->cons.urg;
+
+	if (ring_avail(&w->cons, &avail) < 0) {
+		w->cons_dead = 1;
+		return;
+	}
+	pos = w->cons.pos;
+	uint64_t u = atomic_load(&w->sh->prod_urg);
+	int bad = u < old || (u > pos && u - pos > w->size);
+	int r = ring_urg_news(&w->cons, &urg, &run);
+	FUZZ_ASSERT(r == (bad ? RING_CORRUPT : u != old && u <= w->cons.peer ? 1 : RING_OK));
+	FUZZ_ASSERT(w->cons.urg == old && w->cons.pos == pos);
+	if (r == RING_CORRUPT) {
+		w->cons_dead = 1;
+		return;
+	}
+	if (r == 0)
+		return;
+	FUZZ_ASSERT(urg == u && run <= urg);
+	uint64_t drop = ring_urg_take(&w->cons, urg, run);
+	/* Only bytes before the newest urgent one, all of them published. */
+	FUZZ_ASSERT(w->cons.urg == urg && !w->cons.urg_read && w->cons.pos == pos);
+	FUZZ_ASSERT(drop == 0 || pos + drop <= urg - 1);
+	FUZZ_ASSERT(drop <= avail);
+	ring_consume(&w->cons, drop);
+}
+
 static void op_scribble(struct world *w, struct input *in)
 {
 	uint8_t which = (uint8_t)take(in, 1);
@@ -260,7 +308,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(w.data, 0, w.size);
 	ring_end_init(&w.prod, w.sh, w.data, w.size);
 	ring_end_init(&w.cons, w.sh, w.data, w.size);
-	w.prod.cap = w.cap;
+	ring_limit(&w.prod, w.cap);
 
 	while (in.left) {
 		switch (take(&in, 1) % OP_COUNT) {
@@ -291,6 +339,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			atomic_store(&w.sh->prod_skip,
 				     w.cons.pos + (uint64_t)(int64_t)(int16_t)take(&in, 2));
 			break;
+		case OP_URG:
+			if (!w.cons_dead)
+				op_urg(&w);
+			break;
+		case OP_FORGE_URG:
+			w.tainted = 1; /* a forged urgent cursor may drop bytes */
+			atomic_store(&w.sh->prod_urg,
+				     w.cons.pos + (uint64_t)(int64_t)(int16_t)take(&in, 2));
+			break;
+		case OP_FORGE_RUN:
+			w.tainted = 1;
+			atomic_store(&w.sh->prod_urg_run,
+				     w.cons.pos + (uint64_t)(int64_t)(int16_t)take(&in, 2));
+			break;
 		default:
 			op_wait(&w, &in);
 		}
@@ -313,11 +375,11 @@ static void put(struct seed *s, int bytes, uint64_t v)
 		s->b[s->n++] = (uint8_t)(v >> (8 * i));
 }
 
-static void put_produce(struct seed *s, uint16_t len)
+static void put_produce(struct seed *s, uint16_t len, int urgent)
 {
 	put(s, 1, OP_PRODUCE);
 	put(s, 2, len);
-	put(s, 1, 1);
+	put(s, 1, urgent ? 0x81 : 1);
 	put(s, 3, 0x030201);
 }
 
@@ -339,7 +401,7 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 		put(&s, 1, 1);                       /* 16-byte ring */
 		put(&s, 2, variant == 1 ? 5 : 0);    /* cap 16 or 11 */
 		for (int i = 0; i < 8; i++) {
-			put_produce(&s, 10);
+			put_produce(&s, 10, 0);
 			put_consume(&s, 7);
 			put(&s, 1, OP_WAIT);
 			put(&s, 1, (uint64_t)i);
@@ -359,12 +421,33 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 		put(&s, 1, 12);
 		put(&s, 2, 0);
 		for (int i = 0; i < 20; i++) {
-			put_produce(&s, 1000);
+			put_produce(&s, 1000, 0);
 			if (variant == 1 && i == 9) {
 				put(&s, 1, OP_NUDGE_PROD);
 				put(&s, 2, 13107);
 			}
 			put_consume(&s, 1000);
+		}
+		emit(s.b, s.n);
+	}
+	/* Urgent bytes: after normal ones, one-byte ones back to back (a run), taken
+	 * between reads; in the second, forged cursors and runs come in between. */
+	for (int variant = 0; variant < 2; variant++) {
+		struct seed s = { .n = 0 };
+		put(&s, 1, 3);                       /* 64-byte ring */
+		put(&s, 2, 0);
+		for (int i = 0; i < 6; i++) {
+			put_produce(&s, 5, 1);
+			put(&s, 1, OP_URG);
+			put_produce(&s, 1, 1);
+			put_produce(&s, 1, 1);
+			put(&s, 1, OP_URG);
+			if (variant == 1) {
+				put(&s, 1, i & 1 ? OP_FORGE_RUN : OP_FORGE_URG);
+				put(&s, 2, (uint16_t)(i * 7 - 9));
+				put(&s, 1, OP_URG);
+			}
+			put_consume(&s, 6);
 		}
 		emit(s.b, s.n);
 	}

@@ -37,7 +37,8 @@ static void test_killed_after_rewind(void)
 		uint64_t space;
 		if (ring_room(&prod) < sizeof(buf))
 			CHECK_EQ(ring_space(&prod, &space), RING_OK);
-		ring_produce(&prod, &iov, 1, 0, sizeof(buf));
+		ring_write(&prod, &iov, 1, 0, sizeof(buf));
+		ring_publish(&prod);
 		CHECK_EQ(ring_avail(&cons, &avail), RING_OK);
 		ring_consume(&cons, avail);
 	}
@@ -55,7 +56,8 @@ static void test_killed_after_rewind(void)
 		memcpy(&mine, &prod, sizeof(mine));
 		holders_lock(h, HOLD_TX, &mine);
 		mine.rewind_at = 0;
-		ring_produce(&mine, &iov, 1, 0, sizeof(buf));
+		ring_write(&mine, &iov, 1, 0, sizeof(buf));
+		ring_publish(&mine);
 		_exit(sh->prod_skip ? 0 : 1);
 	}
 	int st;
@@ -74,10 +76,11 @@ static void test_killed_after_rewind(void)
 		holders_lock(h, HOLD_TX, &heir);
 		/* What it knows of the consumer stays within a ring of its cursor,
 		 * and the consumer's cursor passes its checks (a poll reads it). */
-		CHECK(heir.pos - heir.peer <= heir.cap);
+		CHECK(heir.pos - heir.peer <= heir.limit);
 		CHECK_EQ(ring_space(&heir, &space), RING_OK);
 		CHECK(ring_room(&heir) >= sizeof(buf));
-		ring_produce(&heir, &iov, 1, 0, sizeof(buf));
+		ring_write(&heir, &iov, 1, 0, sizeof(buf));
+		ring_publish(&heir);
 		holders_unlock(h, HOLD_TX, &heir);
 		CHECK_EQ(ring_avail(&cons, &avail), RING_OK);
 		CHECK_EQ(avail, sizeof(buf));

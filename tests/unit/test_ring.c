@@ -30,7 +30,7 @@ static void pair_init(struct pair *p, uint64_t size, uint64_t cap)
 		abort();
 	ring_end_init(&p->prod, &p->sh, p->data, size);
 	ring_end_init(&p->cons, &p->sh, p->data, size);
-	p->prod.cap = cap;
+	ring_limit(&p->prod, cap);
 }
 
 static void pair_free(struct pair *p)
@@ -57,12 +57,22 @@ static int scatter(struct iovec *iov, int max, unsigned char *b, size_t total,
 	return n;
 }
 
+/* Writes and publishes, the last byte urgent when asked, as a send does. */
+static void produce(struct ring_end *r, const struct iovec *iov, int cnt, size_t skip, size_t n,
+		    int urgent)
+{
+	ring_write(r, iov, cnt, skip, n);
+	if (urgent)
+		ring_mark_urgent(r);
+	ring_publish(r);
+}
+
 /* Produces src[0..n) in one iovec; the caller has checked the space. */
 static void put(struct pair *p, const void *src, size_t n)
 {
 	struct iovec iov = { (void *)src, n };
 
-	ring_produce(&p->prod, &iov, 1, 0, n);
+	produce(&p->prod, &iov, 1, 0, n, 0);
 }
 
 static void put_pattern(struct pair *p, size_t n, unsigned char first)
@@ -80,7 +90,7 @@ static void advance(struct pair *p, size_t n)
 	uint64_t v;
 
 	while (n) {
-		size_t step = n < p->prod.cap ? n : p->prod.cap;
+		size_t step = n < p->prod.limit ? n : p->prod.limit;
 
 		put_pattern(p, step, 0);
 		CHECK_EQ(ring_avail(&p->cons, &v), RING_OK);
@@ -122,7 +132,7 @@ static uint64_t transfer_random(uint64_t size, uint64_t cap, size_t total, unsig
 		memcpy(stage + skip, ref + sent, n);
 		cnt = scatter(iov, IOV_TEST_MAX, stage, skip + n, rs);
 		uint64_t at = p.prod.pos;
-		ring_produce(&p.prod, iov, cnt, skip, n);
+		produce(&p.prod, iov, cnt, skip, n, 0);
 		gaps += p.prod.pos - at - n;
 		sent += n;
 		CHECK_EQ(atomic_load(&p.sh.prod), sent + gaps);
@@ -378,7 +388,7 @@ static void test_cap_raised(void)
 	put_pattern(&p, 16, 0);
 	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
 	CHECK_EQ(space, 0);
-	p.prod.cap = p.prod.size;
+	ring_limit(&p.prod, p.prod.size);
 	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
 	CHECK_EQ(space, 48);
 	put_pattern(&p, 48, 16);
@@ -387,6 +397,95 @@ static void test_cap_raised(void)
 	CHECK_EQ(ring_peek(&p.cons, 0, &iov, 1, 0, 64), 64);
 	for (int i = 0; i < 64; i++)
 		CHECK_EQ(out[i], i);
+	pair_free(&p);
+}
+
+/* A buffer shrunk below what the ring holds: no room, and the bytes stay, neither
+ * lost nor taken for a broken cursor. */
+static void test_cap_shrunk(void)
+{
+	struct pair p;
+	uint64_t space;
+
+	pair_init(&p, 64, 64);
+	put_pattern(&p, 40, 0);
+	ring_limit(&p.prod, 16);
+	CHECK_EQ(ring_room(&p.prod), 0);
+	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
+	CHECK_EQ(space, 0);
+	CHECK_EQ(ring_avail(&p.cons, &space), RING_OK);
+	CHECK_EQ(space, 40);
+	ring_consume(&p.cons, 30);
+	CHECK_EQ(ring_space(&p.prod, &space), RING_OK);
+	CHECK_EQ(space, 6);
+	pair_free(&p);
+}
+
+/* The urgent byte travels with its write: the cursor past it is published with the
+ * bytes, taken once, and a newer one drops the older byte only when the reader
+ * stands at it, or at each one of a run of them. */
+static void test_urgent(void)
+{
+	struct pair p;
+	uint64_t v, urg, run;
+	struct iovec iov = { "abc", 3 };
+
+	pair_init(&p, 64, 64);
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 0);
+	produce(&p.prod, &iov, 1, 0, 3, 1);
+	CHECK_EQ(atomic_load(&p.sh.prod_urg), 3);
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 1);
+	CHECK_EQ(urg, 3);
+	CHECK_EQ(run, 3);
+	CHECK_EQ(ring_urg_take(&p.cons, urg, run), 0);
+	CHECK(ring_urg_live(&p.cons));
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 0);
+	/* Not at the mark: the older urgent byte becomes normal data. */
+	put_pattern(&p, 1, 0);
+	produce(&p.prod, &iov, 1, 0, 1, 1);
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 1);
+	CHECK_EQ(ring_urg_take(&p.cons, urg, run), 0);
+	CHECK_EQ(p.cons.urg, 5);
+	/* At the mark, with two more back to back: both before the last drop. */
+	ring_consume(&p.cons, 4);
+	produce(&p.prod, &iov, 1, 0, 1, 1);
+	produce(&p.prod, &iov, 1, 0, 1, 1);
+	CHECK_EQ(atomic_load(&p.sh.prod_urg_run), 5);
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 1);
+	CHECK_EQ(ring_urg_take(&p.cons, urg, run), 2);
+	CHECK_EQ(p.cons.urg, 7);
+	pair_free(&p);
+}
+
+/* Forged urgent cursors: backwards or more than a ring ahead are refused; ahead of
+ * what was published waits; one already read past is taken as passed. */
+static void test_urgent_forged(void)
+{
+	struct pair p;
+	uint64_t v, urg, run;
+
+	pair_init(&p, 64, 64);
+	put_pattern(&p, 20, 0);
+	CHECK_EQ(ring_avail(&p.cons, &v), RING_OK);
+	ring_consume(&p.cons, 10);
+	atomic_store(&p.sh.prod_urg, 15);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 1);
+	ring_urg_take(&p.cons, urg, run);
+	atomic_store(&p.sh.prod_urg, 14);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), RING_CORRUPT);
+	atomic_store(&p.sh.prod_urg, 10 + 64 + 1);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), RING_CORRUPT);
+	atomic_store(&p.sh.prod_urg, 21);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 0);
+	atomic_store(&p.sh.prod_urg, 20);
+	atomic_store(&p.sh.prod_urg_run, 1000);
+	CHECK_EQ(ring_urg_news(&p.cons, &urg, &run), 1);
+	CHECK_EQ(run, 20);
+	CHECK_EQ(p.cons.urg, 15);
 	pair_free(&p);
 }
 
@@ -540,7 +639,7 @@ static void *stress_producer(void *arg)
 		split = (uint64_t)nrand48(rs) % (n + 1);
 		struct iovec iov[2] = { { (void *)(s->pool + off), split },
 					{ (void *)(s->pool + off + split), n - split } };
-		ring_produce(&s->p.prod, iov, 2, 0, n);
+		produce(&s->p.prod, iov, 2, 0, n, 0);
 		h = fnv1a(h, s->pool + off, n);
 		sent += n;
 		if (ring_should_ring(&s->p.sh.cons_wait, &s->p.prod.last_rung))
@@ -636,6 +735,9 @@ int main(void)
 	RUN(test_prod_cursor_checks);
 	RUN(test_cons_cursor_checks);
 	RUN(test_cap_raised);
+	RUN(test_cap_shrunk);
+	RUN(test_urgent);
+	RUN(test_urgent_forged);
 	RUN(test_wait_generations);
 	RUN(test_wait_wraps);
 	RUN(test_two_thread_stress);

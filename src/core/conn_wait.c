@@ -183,8 +183,13 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	uint64_t dl = deadline, recheck = atomic_load_explicit(&s->recheck_ns, memory_order_relaxed);
 	if (pending && (!dl || recheck < dl))
 		dl = recheck;
+	/* A handler that runs while we spin interrupts the call as it would
+	 * have interrupted the sleep. */
+	signal_wait_begin();
 	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
+	if (signal_caught())
+		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
 	if (s->connected && (events == POLLIN || events == POLLOUT)) {
 		/* The attach wakes the futex like data does; what rings nothing (a
 		 * decline, a plain peer) is looked for at the next recheck. */

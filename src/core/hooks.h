@@ -20,5 +20,8 @@ void epoll_bell_gone(int fd);
 void signal_wait_begin(void);
 /* After a wait failed with EINTR: should the call be restarted (SA_RESTART)? */
 int signal_wait_restart(void);
+/* Whether a handler ran in this thread since signal_wait_begin(): a call that
+ * spun in user space instead of sleeping was interrupted all the same. */
+int signal_caught(void);
 
 #endif

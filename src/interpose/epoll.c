@@ -1295,6 +1295,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
 
 	for (;;) {
+		signal_wait_begin();
 		/* Counted before looking at the ready list: a registration made ready
 		 * by another thread after that look must kick us out of the sleep. */
 		atomic_fetch_add(&sh->sleepers, 1);
@@ -1321,6 +1322,13 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		if (m == CONN_LOOK_NEWS) {
 			atomic_fetch_sub(&sh->sleepers, 1);
 			continue;
+		}
+		/* A handler that ran while we spun interrupts the wait, as it
+		 * would have interrupted the kernel's. */
+		if (!m && !n && signal_caught()) {
+			atomic_fetch_sub(&sh->sleepers, 1);
+			errno = EINTR;
+			return -1;
 		}
 		int doze = !m && tmo;
 		if (doze) {

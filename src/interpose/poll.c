@@ -14,6 +14,7 @@
 
 #include "../core/conn.h"
 #include "../core/handoff.h"
+#include "../core/hooks.h"
 #include "../core/sys.h"
 #include "epoll.h"
 #include "fdtab.h"
@@ -98,10 +99,17 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		 * apply while it waits. The peers are asked to ring only after it:
 		 * while we spin, their bytes are seen in shared memory. */
 		struct look l = {p, n, k, fds, acc};
+		signal_wait_begin();
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
 		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
 		if (r == CONN_LOOK_NEWS)
 			r = 1;
+		/* A handler that ran while we spun interrupts the call, as it
+		 * would have interrupted the kernel's. */
+		if (!r && sleep && signal_caught()) {
+			errno = EINTR;
+			break;
+		}
 		int armed = !r && sleep;
 		if (armed)
 			for (nfds_t i = 0; i < n; i++) {

@@ -43,6 +43,11 @@ int signal_wait_restart(void)
 	return last_restart == 1;
 }
 
+int signal_caught(void)
+{
+	return last_restart != -1;
+}
+
 static int wrappable(int sig, const struct sigaction *act)
 {
 	if (sig <= 0 || sig >= NSIG || !act)

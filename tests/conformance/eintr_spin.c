@@ -1,0 +1,83 @@
+/* A signal whose handler runs while a wait still spins rather than sleeps (it comes about 50 µs
+ * into the call, the library spins for 2 ms): epoll_wait, poll and a blocking read each return
+ * EINTR (the handler is installed without SA_RESTART), as when the handler interrupts the
+ * kernel's sleep, round after round.
+ * usmc-expect: accelerated
+ * usmc-env: USMC_BUSY_POLL_US=2000 */
+/* threads */
+#include "common.h"
+
+#define ROUNDS 20
+
+static volatile sig_atomic_t handled;
+static void on_signal(int sig)
+{
+    (void)sig;
+    handled = 1;
+}
+
+struct target {
+    pthread_t thread;
+    _Atomic int go, stop;
+};
+
+/* Sends SIGUSR1 to the waiting thread shortly after each go, until stopped. */
+static void *signaller(void *arg)
+{
+    struct target *t = arg;
+    while (!t->stop) {
+        if (!t->go) {
+            sched_yield();
+            continue;
+        }
+        t->go = 0;
+        usleep(3);
+        pthread_kill(t->thread, SIGUSR1);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    char c;
+    struct target t = {.thread = pthread_self()};
+    pthread_t sig;
+
+    cf_start();
+    cf_on_signal(SIGUSR1, on_signal, 0);
+    int s = cf_serve(cf_cued_writer);
+    int ep = epoll_create1(0);
+    CHECK(ep >= 0);
+    cf_epoll_ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 42);
+    CHECK(pthread_create(&sig, NULL, signaller, &t) == 0);
+    const char *names[3] = {"epoll_wait", "poll", "read"};
+    for (int which = 0; which < 3; which++) {
+        int interrupted = 0, other = 0;
+        for (int round = 0; round < ROUNDS; round++) {
+            struct epoll_event ev;
+            struct pollfd pf = {s, POLLIN, 0};
+            handled = 0;
+            t.go = 1;
+            long r = which == 0 ? epoll_wait(ep, &ev, 1, 300)
+                     : which == 1 ? poll(&pf, 1, 300)
+                                  : read(s, &c, 1);
+            int e = errno;
+            while (t.go)
+                sched_yield();
+            usleep(1000);
+            if (r < 0 && e == EINTR)
+                interrupted++;
+            else if (handled)
+                other++;
+        }
+        printf("%s: interrupted with EINTR %d, handled without it %d\n", names[which],
+               interrupted, other);
+    }
+    t.stop = 1;
+    CHECK(pthread_join(sig, NULL) == 0);
+    cf_cue_close();
+    close(s);
+    close(ep);
+    cf_join();
+    return 0;
+}

@@ -10,6 +10,7 @@
 #include "conn_int.h"
 #include "hooks.h"
 #include "segment.h"
+#include "stats.h"
 
 /* How often a thread asleep on its futex looks at the TCP socket and the link
  * group's channel anyway: a peer killed outright rings nothing, but its FIN and
@@ -79,6 +80,55 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
  * (it would only delay it), so each side publishes the core it last ran on and
  * nobody spins against a peer on its own. */
 #define SPIN_MAX_NS 50000ull
+#define SPIN_LOOKS_PER_CLOCK 8u
+
+/* Spinning pays only on a core of our own. Where more threads are runnable than
+ * there are cores, a spinner burns the time another thread needed (the peer's,
+ * maybe, or the application's own), and each of its yields hands the core away
+ * for as long as that thread runs: there TCP, which sleeps and lets it run at
+ * once, is faster. A yield that comes back late says another thread wanted the
+ * core, and so does a jump of the spin's clock between two looks (the core went
+ * elsewhere). Then no wait of the process spins for a while. Spins that yield
+ * anyway (an event loop's, between its looks at the kernel) time their yields;
+ * a blocking call's spin, which never yields, tries one now and then at its
+ * start, so that a busy machine is noticed by a process that only blocks. */
+#define SPIN_LOST_NS 20000ull        /* a gap between two looks */
+#define SPIN_YIELD_LOST_NS 5000ull   /* a yield that ran another thread */
+#define SPIN_OFF_NS 100000000ull     /* no spinning for this long then */
+#define SPIN_PROBE_NS 10000000ull    /* a blocking call's spin tries a yield this often */
+
+static _Atomic uint64_t spin_off_until, spin_probe_at;
+
+/* Spinning is off for a while: the core went elsewhere at now. */
+static int core_lost(uint64_t now)
+{
+	atomic_store_explicit(&spin_off_until, now + SPIN_OFF_NS, memory_order_relaxed);
+	stat_add(STAT_SPIN_CORE_LOST, 1);
+	return 1;
+}
+
+/* Yields, and says whether another thread ran meanwhile (spinning is then off). */
+static int yield_lost(void)
+{
+	uint64_t t = sys_now_ns(), now;
+
+	sched_yield();
+	now = sys_now_ns();
+	return now - t >= SPIN_YIELD_LOST_NS && core_lost(now);
+}
+
+/* Whether a spin may start at now; probe: the spin yields on its own, or it
+ * tries a yield first now and then. */
+static int spin_allowed(uint64_t now, int probe)
+{
+	if (now < atomic_load_explicit(&spin_off_until, memory_order_relaxed))
+		return 0;
+	uint64_t at = atomic_load_explicit(&spin_probe_at, memory_order_relaxed);
+	if (!probe || now < at ||
+	    !atomic_compare_exchange_strong(&spin_probe_at, &at, now + SPIN_PROBE_NS))
+		return 1;
+	return !yield_lost();
+}
 
 /* The spin of a blocking call, on a copy of its direction taken under the lock it
  * holds. The lock is let go for the spin: a non-blocking call or a readiness look
@@ -104,19 +154,29 @@ static int spin(struct usock *s, short events)
 		return 0;
 	uint64_t start = sys_now_ns(), now = start, moved = start;
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
+
+	if (!spin_allowed(start, !yield))
+		return 0;
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
 	struct ring_end e = in ? s->rx : s->tx;
 
 	op_unlock(s, d);
-	while (now - start < limit && (pending || closing || now - moved < idle)) {
+	for (unsigned looks = 1;; looks++) {
 		/* events is one direction, so shm_ready() reads only e. */
 		r = shm_ready(s, &e, &e, events) != 0;
 		if (r)
 			break;
-		if (yield)
-			sched_yield();
-		else
+		if (yield) {
+			if (yield_lost())
+				break;
+		} else {
 			__builtin_ia32_pause();
+			/* The rest every few looks: reading the clock costs as
+			 * much as a look, and a look less often sees the bytes
+			 * later. */
+			if (looks % SPIN_LOOKS_PER_CLOCK)
+				continue;
+		}
 		if (pending &&
 		    atomic_load_explicit(&s->seg.hdr->state, memory_order_acquire) != SEG_PENDING) {
 			/* Attached: the server's answer is its next step, so the
@@ -131,12 +191,15 @@ static int spin(struct usock *s, short events)
 		if (in && !closing)
 			closing = (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_relaxed) &
 				   RING_PF_CLOSING) != 0;
-		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed);
+		uint64_t c = atomic_load_explicit(cur, memory_order_relaxed), prev = now;
 		now = sys_now_ns();
 		if (c != seen) {
 			seen = c;
 			moved = now;
 		}
+		if ((now - prev >= SPIN_LOST_NS && core_lost(now)) || now - start >= limit ||
+		    (!pending && !closing && now - moved >= idle))
+			break;
 	}
 	op_lock(s, d);
 	return r;
@@ -153,7 +216,9 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 	uint64_t now = sys_now_ns(), end = now + budget, deep_at = now;
 	int r;
 
-	for (;;) {
+	if (!spin_allowed(now, 0))
+		return 0;
+	for (unsigned looks = 1;; looks++) {
 		int deep = now >= deep_at;
 		if ((r = look(arg, deep)))
 			return r;
@@ -161,12 +226,16 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 			/* Which peer will answer is not known here, so yield after
 			 * the kernel's look: one on our own core then runs instead
 			 * of waiting for our spin to end. */
-			sched_yield();
+			if (yield_lost())
+				return 0;
 			deep_at = sys_now_ns() + CONN_DEEP_LOOK_NS;
 		} else {
 			__builtin_ia32_pause();
+			if (looks % SPIN_LOOKS_PER_CLOCK)
+				continue;
 		}
-		if ((now = sys_now_ns()) >= end)
+		uint64_t prev = now;
+		if ((now = sys_now_ns()) >= end || (now - prev >= SPIN_LOST_NS && core_lost(now)))
 			return 0;
 	}
 }

@@ -35,6 +35,7 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_SIGURG_SENT] = "sigurg_sent",
 	[STAT_SIGURG_UNVERIFIED] = "sigurg_unverified",
 	[STAT_SIGURG_DENIED] = "sigurg_denied",
+	[STAT_SPIN_CORE_LOST] = "spin_core_lost",
 };
 
 const char *stat_name(enum stat_id id)

@@ -57,12 +57,15 @@ enum stat_id {
 	STAT_SIGURG_SENT,
 	STAT_SIGURG_UNVERIFIED,
 	STAT_SIGURG_DENIED,
+	/* Spins given up because the core went to another thread: spinning is
+	 * off for a while then (conn_wait.c). */
+	STAT_SPIN_CORE_LOST,
 	STAT_SIDE,             /* SIDE_STATS counters per side, client first */
 	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 7u
+#define STATS_VERSION 8u
 
 struct stats_file {
 	uint64_t magic;

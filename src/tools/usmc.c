@@ -63,6 +63,8 @@ static const char stats_usage[] =
 	"                                     data went to\n"
 	"  sigurg_unverified, sigurg_denied   not sent: nothing vouched for the process named\n"
 	"                                     (another pid namespace...); refused by the kernel\n"
+	"  spin_core_lost                     spins given up when the core went to another\n"
+	"                                     thread: waits then sleep at once for a while\n"
 	"then the same split by side, SIDE being client (connecting) or server (accepting):\n"
 	"  SIDE_conn_accelerated, SIDE_conn_fallback\n"
 	"  SIDE_fallback_REASON               most frequent first\n"

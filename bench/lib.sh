@@ -254,7 +254,7 @@ bench_begin() {
 build_programs() {
     local prog srcs
     mkdir -p "$BIN"
-    for prog in msgrate connrate idle bare_ring; do
+    for prog in msgrate connrate idle stream bare_ring; do
         srcs=("$BENCH_DIR/$prog.c")
         [ "$prog" = bare_ring ] || srcs+=("$BENCH_DIR/endpoint.c")
         if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h "$ROOT/src/core/streamcopy.h" -newer "$BIN/$prog")" ]; then

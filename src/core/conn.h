@@ -87,6 +87,11 @@ struct usock {
 	/* client: its producer's limit is still the window of a pending
 	 * connection; the writer widens it once it sees the attach */
 	int tx_pending_limit;
+	/* client: a non-blocking write found the pending connection's window
+	 * full; the attach then counts as room growing (tx_grown, in the stamp),
+	 * as an edge-triggered wait for room must hear of it */
+	_Atomic int tx_window_hit;
+	_Atomic uint32_t tx_grown;
 	/* SO_RCVLOWAT as getsockopt() reports it (0 until set: 1), and
 	 * TCP_NOTSENT_LOWAT (0: none). */
 	int rcvlowat, notsent_lowat;

@@ -160,8 +160,11 @@ void conn_stamp(struct usock *s, short events, struct conn_stamp *st)
 	if (s->connected && conn_accel(s)) {
 		if (events & (POLLIN | POLLRDHUP | POLLPRI))
 			st->rx_prod = atomic_load_explicit(&s->rx.sh->prod, memory_order_acquire);
+		/* Room grows as the consumer moves, and at an attach that widened
+		 * a window a writer found full. */
 		if (events & POLLOUT)
-			st->tx_cons = atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire);
+			st->tx_cons = atomic_load_explicit(&s->tx.sh->cons, memory_order_acquire) +
+				      atomic_load_explicit(&s->tx_grown, memory_order_relaxed);
 		uint32_t f = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
 		st->ends = (f & RING_PF_SHUT_WR ? CONN_END_FIN : 0) |
 			   (peer_sent_rst(s) ? CONN_END_RST : 0);

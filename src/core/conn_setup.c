@@ -279,6 +279,8 @@ static void become_shm(struct usock *s, int fd)
 {
 	lgr_unpend(s);
 	atomic_store(&s->mode, MODE_SHM);
+	if (atomic_load_explicit(&s->tx_window_hit, memory_order_relaxed))
+		atomic_fetch_add(&s->tx_grown, 1);
 	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 }

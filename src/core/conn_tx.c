@@ -131,6 +131,8 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 		if (more)
 			break;
 		if (nb) {
+			if (mode_of(s) == MODE_PENDING)
+				atomic_store_explicit(&s->tx_window_hit, 1, memory_order_relaxed);
 			if (done)
 				break;
 			errno = EAGAIN;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "conn_int.h"
@@ -49,9 +50,11 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 	}
 	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
 	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
-	signal_wait_begin();
 	op_unlock(s, d);
-	long r = slice ? futex(kick, FUTEX_WAIT, k, &ts) : (errno = ETIMEDOUT, -1);
+	/* A handler that ran since the wait began (conn_wait()) interrupted it. */
+	long r = signal_caught() ? (errno = EINTR, -1)
+		 : slice	  ? futex(kick, FUTEX_WAIT, k, &ts)
+				  : (errno = ETIMEDOUT, -1);
 	int e = errno;
 	op_lock(s, d);
 	atomic_fetch_and_explicit(how, ~RING_WAKE_FUTEX, memory_order_relaxed);
@@ -86,48 +89,59 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
  * there are cores, a spinner burns the time another thread needed (the peer's,
  * maybe, or the application's own), and each of its yields hands the core away
  * for as long as that thread runs: there TCP, which sleeps and lets it run at
- * once, is faster. A yield that comes back late says another thread wanted the
- * core, and so does a jump of the spin's clock between two looks (the core went
- * elsewhere). Then no wait of the process spins for a while. Spins that yield
- * anyway (an event loop's, between its looks at the kernel) time their yields;
- * a blocking call's spin, which never yields, tries one now and then at its
- * start, so that a busy machine is noticed by a process that only blocks. */
-#define SPIN_LOST_NS 20000ull        /* a gap between two looks */
-#define SPIN_YIELD_LOST_NS 5000ull   /* a yield that ran another thread */
-#define SPIN_OFF_NS 100000000ull     /* no spinning for this long then */
-#define SPIN_PROBE_NS 10000000ull    /* a blocking call's spin tries a yield this often */
+ * once, is faster. Every so often a spin that starts asks the kernel how many
+ * threads are runnable (/proc/loadavg), and a spin whose clock jumps between two
+ * looks by more than a time slice lost its core to another thread: either way,
+ * no wait of the process spins for a while. (How long a yield took says nothing
+ * on a virtual machine, whose host takes the core for a moment all the time.) */
+#define SPIN_LOST_NS 1000000ull     /* a gap between two looks: another's slice */
+#define SPIN_OFF_NS 20000000ull     /* no spinning for this long then */
+#define SPIN_PROBE_NS 10000000ull   /* a spin asks for the runnable threads this often */
 
 static _Atomic uint64_t spin_off_until, spin_probe_at;
 
 /* Spinning is off for a while: the core went elsewhere at now. */
-static int core_lost(uint64_t now)
+static void core_lost(uint64_t now)
 {
 	atomic_store_explicit(&spin_off_until, now + SPIN_OFF_NS, memory_order_relaxed);
 	stat_add(STAT_SPIN_CORE_LOST, 1);
-	return 1;
 }
 
-/* Yields, and says whether another thread ran meanwhile (spinning is then off). */
-static int yield_lost(void)
+/* Whether more threads are runnable on the machine than it has cores: the
+ * fourth field of /proc/loadavg counts them, this one included. */
+static int machine_busy(void)
 {
-	uint64_t t = sys_now_ns(), now;
+	char buf[128];
+	unsigned long running;
+	ssize_t n = sys_read_file("/proc/loadavg", buf, sizeof(buf) - 1);
 
-	sched_yield();
-	now = sys_now_ns();
-	return now - t >= SPIN_YIELD_LOST_NS && core_lost(now);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return sscanf(buf, "%*s %*s %*s %lu/", &running) == 1 && running > (unsigned long)cfg.ncpus;
 }
 
-/* Whether a spin may start at now; probe: the spin yields on its own, or it
- * tries a yield first now and then. */
-static int spin_allowed(uint64_t now, int probe)
+/* Whether a spin may start at now. */
+static int spin_allowed(uint64_t now)
 {
 	if (now < atomic_load_explicit(&spin_off_until, memory_order_relaxed))
 		return 0;
 	uint64_t at = atomic_load_explicit(&spin_probe_at, memory_order_relaxed);
-	if (!probe || now < at ||
-	    !atomic_compare_exchange_strong(&spin_probe_at, &at, now + SPIN_PROBE_NS))
+	if (now < at || !atomic_compare_exchange_strong(&spin_probe_at, &at, now + SPIN_PROBE_NS) ||
+	    !machine_busy())
 		return 1;
-	return !yield_lost();
+	core_lost(now);
+	return 0;
+}
+
+/* Whether the clock jumped by a slice between two looks (prev, now): spinning is
+ * then off for a while. */
+static int slice_lost(uint64_t prev, uint64_t now)
+{
+	if (now - prev < SPIN_LOST_NS)
+		return 0;
+	core_lost(now);
+	return 1;
 }
 
 /* The spin of a blocking call, on a copy of its direction taken under the lock it
@@ -155,7 +169,7 @@ static int spin(struct usock *s, short events)
 	uint64_t start = sys_now_ns(), now = start, moved = start;
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);
 
-	if (!spin_allowed(start, !yield))
+	if (!spin_allowed(start))
 		return 0;
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
 	struct ring_end e = in ? s->rx : s->tx;
@@ -167,8 +181,7 @@ static int spin(struct usock *s, short events)
 		if (r)
 			break;
 		if (yield) {
-			if (yield_lost())
-				break;
+			sched_yield();
 		} else {
 			__builtin_ia32_pause();
 			/* The rest every few looks: reading the clock costs as
@@ -197,7 +210,7 @@ static int spin(struct usock *s, short events)
 			seen = c;
 			moved = now;
 		}
-		if ((now - prev >= SPIN_LOST_NS && core_lost(now)) || now - start >= limit ||
+		if (slice_lost(prev, now) || now - start >= limit ||
 		    (!pending && !closing && now - moved >= idle))
 			break;
 	}
@@ -216,7 +229,7 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 	uint64_t now = sys_now_ns(), end = now + budget, deep_at = now;
 	int r;
 
-	if (!spin_allowed(now, 0))
+	if (!spin_allowed(now))
 		return 0;
 	for (unsigned looks = 1;; looks++) {
 		int deep = now >= deep_at;
@@ -226,8 +239,7 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 			/* Which peer will answer is not known here, so yield after
 			 * the kernel's look: one on our own core then runs instead
 			 * of waiting for our spin to end. */
-			if (yield_lost())
-				return 0;
+			sched_yield();
 			deep_at = sys_now_ns() + CONN_DEEP_LOOK_NS;
 		} else {
 			__builtin_ia32_pause();
@@ -235,7 +247,7 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 				continue;
 		}
 		uint64_t prev = now;
-		if ((now = sys_now_ns()) >= end || (now - prev >= SPIN_LOST_NS && core_lost(now)))
+		if ((now = sys_now_ns()) >= end || slice_lost(prev, now))
 			return 0;
 	}
 }
@@ -281,9 +293,8 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 		return 0;
 	}
 	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
-	signal_wait_begin();
 	op_unlock(s, d);
-	int r = real.poll(pf, 3, sys_ms_left(dl));
+	int r = signal_caught() ? (errno = EINTR, -1) : real.poll(pf, 3, sys_ms_left(dl));
 	int e = errno;
 	op_lock(s, d);
 	conn_disarm(s, events);

@@ -98,6 +98,12 @@ struct epreg {
 	/* Its arm was taken back, and nothing has happened on it since: the next
 	 * sleep arms it for good (an idle connection costs no wait anything). */
 	int undone;
+	/* Edge-triggered, and its stamp is what it last reported or last found
+	 * (reported, or armed to sleep): it reports again only what differs,
+	 * armed or not. A wake-up that says nothing new to TCP (the attach, a
+	 * ring for the other direction) is no edge. Cleared by EPOLL_CTL_ADD and
+	 * MOD, which report what holds. */
+	int edge_stamped;
 };
 
 struct epshadow {
@@ -643,6 +649,7 @@ static void check_now(struct epshadow *sh, struct epreg *r)
 	/* Taken before looking: whatever happens after it is news. */
 	conn_stamp(r->s, want, &seen);
 	reg_unstamp(r);
+	r->edge_stamped = 0;
 	if (conn_revents(r->s, r->fd, want, reg_tcp_state(r)) || !conn_accel(r->s)) {
 		ready_push(sh, r);
 		kick(sh);
@@ -1067,7 +1074,9 @@ static int collect(struct epshadow *sh, int epfd, struct epoll_event *out, int m
 		 * next wait. */
 		struct conn_stamp seen;
 		conn_stamp(s, want, &seen);
-		if (r->unarmed && reg_unchanged(r, &seen)) {
+		/* Nothing since its stamp: unarmed, or edge-triggered and woken
+		 * for what it told already (its ring's arm is spent all the same). */
+		if ((r->unarmed || r->edge_stamped) && reg_unchanged(r, &seen)) {
 			/* The same news from another source: a spinning waiter
 			 * compares the stamp alone, and must not keep finding it. */
 			reg_stamp(r, &seen);
@@ -1126,10 +1135,12 @@ static int collect(struct epshadow *sh, int epfd, struct epoll_event *out, int m
 			r->disabled = 1;
 			continue;
 		}
-		if (nested && (r->events & EPOLLET))
-			conn_arm(s, r->fd, want); /* its next news rings */
-		else if (r->events & EPOLLET)
-			reg_stamp(r, &seen);
+		if (r->events & EPOLLET) {
+			r->edge_stamped = 1;
+			if (nested)
+				conn_arm(s, r->fd, want); /* its next news rings */
+			reg_mark(r, !nested, &seen);
+		}
 		lt_ready |= nested && !(r->events & EPOLLET);
 		keep_ready(&keep, r);
 		unarmed = 1;
@@ -1185,19 +1196,23 @@ static int kernel_look(struct epshadow *sh, int epfd, struct epoll_event *events
 	return m;
 }
 
+/* How long the application's own descriptors may wait unlooked at while its
+ * accelerated sockets keep every wait busy. */
+#define BUSY_KERNEL_LOOK_NS 20000ull
+
 /* Whether a wait that has n sockets to report looks at the application's
- * instance too. Only if that was not done a moment ago: the kernel too reports
- * what it finds ready as it goes, not what became ready since. Skipping the look
- * saves an event loop busy with accelerated sockets a system call per wait, and
- * delays its other descriptors by as much as a spin does. A signal mask is the
- * application's to apply: that wait is made. */
+ * instance too. Only if that was not done lately: a look at the kernel costs
+ * more than a message's whole trip through shared memory, and an event loop
+ * ping-ponging with a peer paid one for every message. The kernel too reports
+ * what it finds ready as it goes, not what became ready since. A signal mask is
+ * the application's to apply: that wait is made. */
 static int kernel_look_due(struct epshadow *sh, int n, int maxevents, const sigset_t *sigmask)
 {
 	if (!n || sigmask)
 		return 1;
 	return n < maxevents &&
 	       sys_now_ns() - atomic_load_explicit(&sh->looked_ns, memory_order_relaxed) >=
-		       CONN_DEEP_LOOK_NS;
+		       BUSY_KERNEL_LOOK_NS;
 }
 
 /* A look between the kernel's looks costs a few loads per registration: it
@@ -1293,6 +1308,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		       int timeout, const sigset_t *sigmask)
 {
 	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
+	int slept = 0, r;
 
 	for (;;) {
 		signal_wait_begin();
@@ -1328,7 +1344,8 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		if (!m && !n && signal_caught()) {
 			atomic_fetch_sub(&sh->sleepers, 1);
 			errno = EINTR;
-			return -1;
+			r = -1;
+			break;
 		}
 		int doze = !m && tmo;
 		if (doze) {
@@ -1347,28 +1364,40 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		}
 		if (!m && kernel_look_due(sh, n, maxevents, sigmask))
 			m = kernel_look(sh, epfd, events + n, maxevents - n, tmo, sigmask);
-		if (doze) {
+		if (doze)
 			atomic_fetch_sub(&sh->dozers, 1);
-			pthread_mutex_lock(&sh->lock);
-			unarm_dozed(sh);
-			pthread_mutex_unlock(&sh->lock);
-		}
+		slept |= doze;
 		atomic_fetch_sub(&sh->sleepers, 1);
-		if (m < 0)
-			return n ? n : -1;
+		if (m < 0) {
+			r = n ? n : -1;
+			break;
+		}
 		struct sifted f = {0};
 		int kept = sift(sh, events, n, m, &f);
 		if (f.own)
 			kept += serve(sh, epfd, events + kept, maxevents - kept, 0);
 		if (f.other)
 			kept += serve_other(f.other, epfd, events + kept, maxevents - kept);
-		if (kept || tmo == 0)
-			return kept;
-		if (timeout > 0 && sys_now_ns() >= deadline)
-			return 0;
-		if (f.foreign && !f.own && foreign_pause(deadline, sigmask) < 0)
-			return -1;
+		r = kept;
+		if (kept || tmo == 0 || (timeout > 0 && sys_now_ns() >= deadline))
+			break;
+		if (f.foreign && !f.own && foreign_pause(deadline, sigmask) < 0) {
+			r = -1;
+			break;
+		}
 	}
+	/* Back to the application: what the sleep armed and nothing rang is
+	 * taken back. Not before: a wait that sleeps again at once (a spurious
+	 * wake-up) needs those arms, and taking them back would arm them for good
+	 * at its next sleep. */
+	if (slept) {
+		int e = errno;
+		pthread_mutex_lock(&sh->lock);
+		unarm_dozed(sh);
+		pthread_mutex_unlock(&sh->lock);
+		errno = e;
+	}
+	return r;
 }
 
 /* A new set has its state from the start, so that every number it gets names

@@ -4,6 +4,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
 
@@ -25,6 +26,14 @@ static void channel_hung_up(struct usock *s)
 	if (!((atomic_load(&s->rx.sh->prod_flags) | atomic_load(&s->tx.sh->cons_flags)) &
 	      RING_F_HANDED))
 		atomic_store(&s->peer_gone, 1);
+}
+
+/* Wakes a futex sleeper from a signal handler: the word moves, and a sleep that
+ * has not begun yet finds it moved. */
+static void futex_bump(void *word)
+{
+	atomic_fetch_add_explicit((_Atomic uint32_t *)word, 1, memory_order_release);
+	futex(word, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* The sleep of a blocking call on an attached connection: one futex_wait, no
@@ -51,11 +60,17 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
 	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	op_unlock(s, d);
-	/* A handler that ran since the wait began (conn_wait()) interrupted it. */
-	long r = signal_caught() ? (errno = EINTR, -1)
-		 : slice	  ? futex(kick, FUTEX_WAIT, k, &ts)
-				  : (errno = ETIMEDOUT, -1);
+	/* A handler that ran since the wait began (conn_wait()) interrupted it;
+	 * one that runs from here on bumps the futex, which returns at once. */
+	long r = signal_sleep_begin(futex_bump, kick) ? (errno = EINTR, -1)
+		 : slice			     ? futex(kick, FUTEX_WAIT, k, &ts)
+						     : (errno = ETIMEDOUT, -1);
 	int e = errno;
+	signal_sleep_end();
+	if (r == 0 || e == EAGAIN) {
+		if (signal_caught())
+			e = EINTR, r = -1;
+	}
 	op_lock(s, d);
 	atomic_fetch_and_explicit(how, ~RING_WAKE_FUTEX, memory_order_relaxed);
 	conn_disarm(s, events);
@@ -294,7 +309,9 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	}
 	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
 	op_unlock(s, d);
-	int r = signal_caught() ? (errno = EINTR, -1) : real.poll(pf, 3, sys_ms_left(dl));
+	int ms = sys_ms_left(dl);
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	int r = signal_ppoll(pf, 3, ms < 0 ? NULL : &ts, NULL);
 	int e = errno;
 	op_lock(s, d);
 	conn_disarm(s, events);

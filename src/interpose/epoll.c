@@ -405,6 +405,12 @@ static void kick_now(struct epshadow *sh)
 	}
 }
 
+/* From a signal handler, during a sleep (hooks.h). */
+static void kick_signal(void *sh)
+{
+	kick_now(sh);
+}
+
 static void kick(struct epshadow *sh)
 {
 	/* The next wait looks at the ready list before it sleeps; but a set
@@ -1362,8 +1368,16 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 			else if (recheck && (tmo < 0 || tmo > CONN_PENDING_RECHECK_MS))
 				tmo = CONN_PENDING_RECHECK_MS;
 		}
-		if (!m && kernel_look_due(sh, n, maxevents, sigmask))
-			m = kernel_look(sh, epfd, events + n, maxevents - n, tmo, sigmask);
+		if (!m && kernel_look_due(sh, n, maxevents, sigmask)) {
+			/* A handler that runs from the last look on kicks the set,
+			 * so the sleep returns and the wait reports EINTR. */
+			if (tmo && signal_sleep_begin(kick_signal, sh))
+				m = -1, errno = EINTR;
+			else
+				m = kernel_look(sh, epfd, events + n, maxevents - n, tmo, sigmask);
+			if (tmo)
+				signal_sleep_end();
+		}
 		if (doze)
 			atomic_fetch_sub(&sh->dozers, 1);
 		slept |= doze;
@@ -1381,6 +1395,12 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		r = kept;
 		if (kept || tmo == 0 || (timeout > 0 && sys_now_ns() >= deadline))
 			break;
+		/* Woken for a handler (its kick), or a handler ran meanwhile. */
+		if (signal_caught()) {
+			errno = EINTR;
+			r = -1;
+			break;
+		}
 		if (f.foreign && !f.own && foreign_pause(deadline, sigmask) < 0) {
 			r = -1;
 			break;

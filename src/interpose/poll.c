@@ -130,7 +130,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			t = &left;
 		}
 		if (!r)
-			r = real.ppoll(p, sleep ? k : n, sleep ? t : &zero, mask);
+			r = sleep ? signal_ppoll(p, k, t, mask) : real.ppoll(p, n, &zero, mask);
 		for (nfds_t i = 0; i < n; i++)
 			if (acc[i]) {
 				conn_disarm(acc[i], fds[i].events);

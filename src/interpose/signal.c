@@ -8,7 +8,10 @@
  * handler and flags through sigaction(). The wrapper also marks where the handler runs,
  * so that the library keeps to async-signal-safe work inside it (sys_in_signal()). */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "../core/hooks.h"
@@ -16,6 +19,10 @@
 
 static struct sigaction app[NSIG];
 static __thread int last_restart __attribute__((tls_model("initial-exec"))) = -1;
+/* What wakes this thread's wait when a handler ran: between the last look at
+ * last_restart and the sleep, a handler would otherwise go unseen. */
+static __thread void (*wake_fn)(void *) __attribute__((tls_model("initial-exec")));
+static __thread void *wake_arg __attribute__((tls_model("initial-exec")));
 
 static void wrapper(int sig, siginfo_t *info, void *uc)
 {
@@ -31,6 +38,8 @@ static void wrapper(int sig, siginfo_t *info, void *uc)
 	if (a->sa_flags & SA_RESETHAND)
 		a->sa_handler = SIG_DFL;
 	last_restart = restart;
+	if (wake_fn)
+		wake_fn(wake_arg);
 }
 
 void signal_wait_begin(void)
@@ -46,6 +55,40 @@ int signal_wait_restart(void)
 int signal_caught(void)
 {
 	return last_restart != -1;
+}
+
+int signal_sleep_begin(void (*wake)(void *), void *arg)
+{
+	wake_arg = arg;
+	atomic_signal_fence(memory_order_seq_cst);
+	wake_fn = wake;
+	atomic_signal_fence(memory_order_seq_cst);
+	return signal_caught();
+}
+
+void signal_sleep_end(void)
+{
+	wake_fn = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+int signal_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	sigset_t all, old;
+	int r;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (signal_caught()) {
+		errno = EINTR;
+		r = -1;
+	} else {
+		r = real.ppoll(fds, n, ts, mask ? mask : &old);
+	}
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return r;
 }
 
 static int wrappable(int sig, const struct sigaction *act)

@@ -3,7 +3,7 @@
 # make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
 # make test       -> every test suite (see tests/run-all.sh)
 # make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, lib/libusmc.so,
-#                    include/usmc/usmc.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
+#                    include/usmc/{usmc,ddp}.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
 # Path lengths are checked where they matter, so -Wformat-truncation is noise here.
 
 CC ?= cc
@@ -26,7 +26,7 @@ else
 endif
 CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
 
-CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c)
+CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c) $(wildcard src/util/*.c)
 LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
 TOOLSRC := $(wildcard src/tools/*.c) $(addprefix src/core/,addr.c config.c decline.c policy.c \
 	procfile.c regentry.c stats.c sys.c)
@@ -65,7 +65,7 @@ install: all
 		$(MANDIR)/man1 $(MANDIR)/man7
 	install -m 755 $(BUILD)/bin/usmc $(DESTDIR)$(PREFIX)/bin/usmc
 	install -m 755 $(BUILD)/lib/libusmc.so $(DESTDIR)$(PREFIX)/lib/libusmc.so
-	install -m 644 include/usmc/usmc.h $(DESTDIR)$(PREFIX)/include/usmc/usmc.h
+	install -m 644 include/usmc/usmc.h include/usmc/ddp.h $(DESTDIR)$(PREFIX)/include/usmc/
 	sed 's|@PREFIX@|$(PREFIX)|' usmc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/usmc.pc
 	install -m 644 $(wildcard man/*.1) $(MANDIR)/man1
 	install -m 644 $(wildcard man/*.7) $(MANDIR)/man7

@@ -146,7 +146,17 @@ struct usock *conn_import(const struct conn_export *x);
 
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
-ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* conn_recv_sum() also sums the bytes received into the CRC32C register *crc as
+ * it copies them out of the ring (crc NULL: it does not): direct data placement,
+ * include/usmc/ddp.h. Bytes that come from the kernel (a connection that fell
+ * back) are not summed: ddp.c looks at the mode first. */
+ssize_t conn_recv_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc);
+static inline ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt,
+				int flags)
+{
+	return conn_recv_sum(s, fd, iov, iovcnt, flags, NULL);
+}
 int conn_shutdown(struct usock *s, int fd, int how);
 /* The last descriptor of a connection (not a listener: conn_listener_closed()) is
  * being closed. Returns 1 when conn_close_finish() must follow once the kernel

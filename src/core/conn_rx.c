@@ -14,7 +14,8 @@ static ssize_t plain_recvmsg(int fd, const struct iovec *iov, int iovcnt, int fl
 	return real.recvmsg(fd, &mh, flags);
 }
 
-ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+ssize_t conn_recv_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0, avail;
@@ -60,7 +61,7 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			if (mode_of(s) == MODE_PENDING)
 				conn_pending_check(s, fd);
 			size_t n = want - done < avail ? want - done : (size_t)avail;
-			ring_peek(&s->rx, 0, iov, iovcnt, done, n);
+			ring_peek_sum(&s->rx, 0, iov, iovcnt, done, n, crc);
 			done += n;
 			if (!peek) {
 				ring_consume(&s->rx, n);

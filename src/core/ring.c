@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "../util/crc32c.h"
 #include "streamcopy.h"
 
 void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *data,
@@ -60,9 +61,10 @@ int ring_space(struct ring_end *r, uint64_t *space)
 	return RING_OK;
 }
 
-/* Walks an iovec array and a ring span together; dir 0 copies ring->iov. */
+/* Walks an iovec array and a ring span together; to_ring 0 copies ring->iov,
+ * summing what it copies into *crc unless crc is NULL. */
 static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const struct iovec *iov,
-			int iovcnt, size_t iov_skip, size_t len, int to_ring)
+			int iovcnt, size_t iov_skip, size_t len, int to_ring, uint32_t *crc)
 {
 	size_t done = 0;
 
@@ -85,6 +87,8 @@ static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const s
 
 			if (to_ring)
 				stream_copy(data + off, b, chunk);
+			else if (crc)
+				*crc = crc32c_copy(*crc, b, data + off, chunk);
 			else
 				memcpy(b, data + off, chunk);
 			b += chunk;
@@ -96,10 +100,10 @@ static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const s
 	return done;
 }
 
-size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
-		 size_t iov_skip, size_t len)
+size_t ring_peek_sum(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
+		     size_t iov_skip, size_t len, uint32_t *crc)
 {
-	return ring_copy(r->data, r->size, r->pos + skip, iov, iovcnt, iov_skip, len, 0);
+	return ring_copy(r->data, r->size, r->pos + skip, iov, iovcnt, iov_skip, len, 0, crc);
 }
 
 void ring_consume(struct ring_end *r, uint64_t n)
@@ -131,7 +135,7 @@ void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_
 		  size_t len)
 {
 	rewind_if_empty(r, len);
-	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1);
+	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1, NULL);
 	r->pos += len;
 	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);
 }

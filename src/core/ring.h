@@ -91,9 +91,16 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 
 /* Consumer side. ring_avail() reads and validates the producer cursor. */
 int ring_avail(struct ring_end *r, uint64_t *avail);
-/* Copy up to len bytes starting skip bytes after our cursor, without consuming. */
-size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
-		 size_t iov_skip, size_t len);
+/* Copy up to len bytes starting skip bytes after our cursor, without consuming;
+ * unless crc is NULL, the copy also sums them into the CRC32C register *crc, in
+ * the same pass (direct data placement with a data digest, include/usmc/ddp.h). */
+size_t ring_peek_sum(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
+		     size_t iov_skip, size_t len, uint32_t *crc);
+static inline size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov,
+			       int iovcnt, size_t iov_skip, size_t len)
+{
+	return ring_peek_sum(r, skip, iov, iovcnt, iov_skip, len, NULL);
+}
 void ring_consume(struct ring_end *r, uint64_t n);
 
 /* Producer side. ring_space() reads and validates the consumer cursor. */

@@ -16,6 +16,7 @@ static const char overview[] =
 	"  ss     list the sockets of running processes under usmc: accelerated, fallen\n"
 	"         back to TCP (and why), listening\n"
 	"  check  tell whether a connection to HOST:PORT would be accelerated, and if not, why\n"
+
 	"\n"
 	"`usmc COMMAND --help` describes a command; man usmc(1) and usmc(7) say more.\n";
 
@@ -59,6 +60,9 @@ static const char stats_usage[] =
 	"  fallback_REASON                    fallbacks for each reason seen\n"
 	"  peek_calls, urgent_calls           MSG_PEEK and MSG_OOB calls on accelerated sockets\n"
 	"  sendfile_calls, splice_calls       sendfile and splice calls on them\n"
+	"  rx_nvme_tcp_sk_add, _sk_add_fail, _sk_del, _setup, _setup_fail, _teardown, _drop,\n"
+	"  _resync, _packets, _bytes          direct data placement (usmc nvme), as Linux's\n"
+	"                                     NVMe/TCP receive offload counts it\n"
 	"then the same split by side, SIDE being client (connecting) or server (accepting):\n"
 	"  SIDE_conn_accelerated, SIDE_conn_fallback\n"
 	"  SIDE_fallback_REASON               most frequent first\n"

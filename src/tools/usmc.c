@@ -16,7 +16,7 @@ static const char overview[] =
 	"  ss     list the sockets of running processes under usmc: accelerated, fallen\n"
 	"         back to TCP (and why), listening\n"
 	"  check  tell whether a connection to HOST:PORT would be accelerated, and if not, why\n"
-
+	"  nvme   NVMe/TCP: a target, and a host that identifies, discovers and measures\n"
 	"\n"
 	"`usmc COMMAND --help` describes a command; man usmc(1) and usmc(7) say more.\n";
 
@@ -123,6 +123,8 @@ static const struct command {
 	{"stats", cmd_stats, stats_usage},
 	{"ss", cmd_ss, ss_usage},
 	{"check", cmd_check, check_usage},
+	/* A program of its own, which has its own help. */
+	{"nvme", cmd_nvme, NULL},
 };
 
 static const char *current_usage = overview;
@@ -163,9 +165,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		current_usage = commands[i].usage;
-		if (argc > 2 && is_help(argv[2]))
-			help_exit();
+		if (commands[i].usage) {
+			current_usage = commands[i].usage;
+			if (argc > 2 && is_help(argv[2]))
+				help_exit();
+		}
 		return commands[i].run(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "usmc: unknown command %s\n", argv[1]);

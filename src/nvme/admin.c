@@ -42,7 +42,7 @@ static void identify_ctrl(const struct tconn *c, uint8_t *id)
 	put_le16(id + IDC_KAS, 10); /* keep-alive granularity: 100 ms units */
 	id[IDC_SQES] = 0x66;
 	id[IDC_CQES] = 0x44;
-	put_le16(id + IDC_MAXCMD, disc ? TGT_AQ_MAX : TGT_MQES + 1);
+	put_le16(id + IDC_MAXCMD, TGT_MQES + 1);
 	put_le32(id + IDC_NN, disc ? 0 : 1);
 	if (!disc) {
 		put_le16(id + IDC_ONCS, NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES);

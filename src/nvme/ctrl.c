@@ -142,13 +142,12 @@ void ctrl_release(struct tconn *c)
 	c->ctrl = NULL;
 }
 
-static uint64_t cap(const struct tctrl *ctrl)
+/* MQES, contiguous queues required, a 7.5 s ready timeout, the NVM command set.
+ * The discovery controller's too: hosts size its one queue by it, and Connect
+ * holds admin queues to TGT_AQ_MAX anyway. */
+static uint64_t cap(void)
 {
-	/* MQES, contiguous queues required, a 7.5 s ready timeout, the NVM
-	 * command set. */
-	uint64_t mqes = ctrl->disc ? TGT_AQ_MAX - 1 : TGT_MQES;
-
-	return mqes | (1ull << 16) | (15ull << 24) | (1ull << 37);
+	return TGT_MQES | (1ull << 16) | (15ull << 24) | (1ull << 37);
 }
 
 void ctrl_property(struct tconn *c, struct tcmd *cmd)
@@ -179,7 +178,7 @@ void ctrl_property(struct tconn *c, struct tcmd *cmd)
 		return;
 	}
 	if (off == NVME_REG_CAP && wide)
-		v = cap(ctrl);
+		v = cap();
 	else if (off == NVME_REG_VS && !wide)
 		v = NVME_VS_1_3;
 	else if (off == NVME_REG_CC && !wide)

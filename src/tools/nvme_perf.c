@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "../nvme/digest.h"
+#include "../nvme/pattern.h"
 
 enum workload { W_RANDREAD, W_RANDWRITE, W_READ, W_WRITE, W_RANDRW };
 static const char *const wl_names[] = {"randread", "randwrite", "read", "write", "randrw"};
@@ -67,36 +68,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* The verification data: each 8-byte word a function of the seed and of its
- * offset in the namespace, so that any block read back tells what it should be. */
-static void pattern(uint64_t seed, uint64_t off, uint8_t *b, size_t len)
-{
-	for (size_t i = 0; i + 8 <= len; i += 8) {
-		uint64_t w = mix64(seed ^ (off + i));
-
-		memcpy(b + i, &w, 8);
-	}
-}
-
-static long mismatch(uint64_t seed, uint64_t off, const uint8_t *b, size_t len)
-{
-	for (size_t i = 0; i + 8 <= len; i += 8) {
-		uint64_t w = mix64(seed ^ (off + i));
-
-		if (memcmp(b + i, &w, 8))
-			return (long)i;
-	}
-	return -1;
-}
-
 static unsigned bucket(uint64_t v)
 {
 	unsigned e;
@@ -142,7 +113,7 @@ static void done(void *arg, uint16_t status, const struct nvme_cqe *cqe)
 	} else {
 		j->bytes += p->io;
 		if (p->verify && !s->write &&
-		    (bad = mismatch(p->seed, s->off, s->buf, p->io)) >= 0) {
+		    (bad = pattern_check(p->seed, s->off, s->buf, p->io)) >= 0) {
 			j->bad++;
 			if (atomic_fetch_add(&p->reports, 1) < VERIFY_REPORTS)
 				fprintf(stderr, "usmc nvme perf: verify: byte %llu differs\n",
@@ -177,13 +148,13 @@ static void submit_next(struct slot *s)
 		s->write = p->wl == W_WRITE;
 		break;
 	default:
-		j->rng = mix64(j->rng);
+		j->rng = pattern_mix(j->rng);
 		s->off = j->lo + j->rng % blocks * p->io;
 		s->write = p->wl == W_RANDWRITE ||
-			   (p->wl == W_RANDRW && (mix64(j->rng) % 100) >= p->mix);
+			   (p->wl == W_RANDRW && (pattern_mix(j->rng) % 100) >= p->mix);
 	}
 	if (s->write && p->verify)
-		pattern(p->seed, s->off, s->buf, p->io);
+		pattern_fill(p->seed, s->off, s->buf, p->io);
 	nvme_rw_sqe(&sqe, s->write ? NVME_CMD_WRITE : NVME_CMD_READ, p->a.nsid, s->off >> p->shift,
 		    p->io >> p->shift);
 	s->t0 = now_ns();
@@ -411,7 +382,7 @@ int cmd_nvme_perf(int argc, char **argv)
 
 		j->p = &p;
 		j->q = nvme_host_ioq(h, k);
-		j->rng = mix64(p.seed + k + (uint64_t)now_ns());
+		j->rng = pattern_mix(p.seed + k + (uint64_t)now_ns());
 		j->lo = j->next = k * slice;
 		j->hi = j->lo + slice;
 		j->slots = calloc(p.qd, sizeof(*j->slots));

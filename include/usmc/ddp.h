@@ -21,6 +21,11 @@
  * ahead into a payload), since bytes it takes through recv() are bytes the
  * placement cannot place.
  *
+ * The sending side has the same saving: usmc_ddp_send() sums the payload it
+ * sends as it copies it into the ring, so that the data digest (which follows
+ * the data) costs no pass of its own, and covers exactly the bytes that left,
+ * whatever changes the source afterwards.
+ *
  * The counters (usmc stats) are the kernel's: rx_nvme_tcp_sk_add, _sk_add_fail,
  * _sk_del, _setup, _setup_fail, _teardown, _drop, _resync, _packets, _bytes.
  *
@@ -45,7 +50,8 @@ enum usmc_ddp_ulp {
 /* Capabilities of a socket, as it is now (usmc_ddp_caps()). */
 #define USMC_DDP_CAP_PLACE 0x1u /* payload lands in the registered buffers */
 #define USMC_DDP_CAP_RING 0x2u  /* ...straight from a shared-memory ring */
-#define USMC_DDP_CAP_CRC 0x4u   /* ...with the CRC32C computed in the same pass */
+#define USMC_DDP_CAP_CRC 0x4u   /* ...with the CRC32C computed in the same pass,
+				  * and so is what usmc_ddp_send() sends */
 
 /* The most buffers one tag may register. */
 #define USMC_DDP_IOV_MAX 64
@@ -82,6 +88,12 @@ void usmc_ddp_teardown(struct usmc_ddp *d, unsigned tag);
  * all len bytes came); *ahead_got says how many. */
 ssize_t usmc_ddp_recv(struct usmc_ddp *d, unsigned tag, size_t off, size_t len, uint32_t *crc,
 		      void *ahead, size_t ahead_len, size_t *ahead_got, int flags);
+
+/* Sends from iov as sendmsg() would (flags: MSG_DONTWAIT, MSG_NOSIGNAL), and,
+ * unless crc is NULL, sums what it sent into the CRC32C register *crc: in the
+ * same pass that copies it into the ring (USMC_DDP_CAP_CRC), else afterwards,
+ * from iov. */
+ssize_t usmc_ddp_send(int fd, const struct iovec *iov, int iovcnt, uint32_t *crc, int flags);
 
 /* The ULP counts what the placement could not take: a payload for a tag it had
  * not set up, that it received some other way (drop), and a stream it framed

@@ -144,12 +144,18 @@ void conn_export_close(struct conn_export *x);
  * NULL if x does not hold together. */
 struct usock *conn_import(const struct conn_export *x);
 
-/* Data. Each returns what the corresponding system call would (-1 and errno). */
-ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
-/* conn_recv_sum() also sums the bytes received into the CRC32C register *crc as
- * it copies them out of the ring (crc NULL: it does not): direct data placement,
- * include/usmc/ddp.h. Bytes that come from the kernel (a connection that fell
- * back) are not summed: ddp.c looks at the mode first. */
+/* Data. Each returns what the corresponding system call would (-1 and errno).
+ * conn_send_sum() also sums what goes into the ring into the CRC32C register
+ * *crc, as it copies it (crc NULL: it does not); bytes that go to the kernel
+ * (a connection that fell back) are not: ddp.c looks at the mode first. */
+ssize_t conn_send_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc);
+static inline ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt,
+				int flags)
+{
+	return conn_send_sum(s, fd, iov, iovcnt, flags, NULL);
+}
+/* conn_recv_sum(), likewise, as it copies out of the ring. */
 ssize_t conn_recv_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
 		      uint32_t *crc);
 static inline ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt,

@@ -32,7 +32,8 @@ static int iov_rest(const struct iovec *iov, int iovcnt, size_t skip, struct iov
 	return k;
 }
 
-ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+ssize_t conn_send_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0;
@@ -86,7 +87,7 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 			 * piece while we copy in the next. */
 			if (n > PUBLISH_CHUNK)
 				n = PUBLISH_CHUNK;
-			ring_produce(&s->tx, iov, iovcnt, done, n);
+			ring_produce_sum(&s->tx, iov, iovcnt, done, n, crc);
 			note_cpu(&s->tx.sh->prod_cpu);
 			done += n;
 			stat_add(STAT_BYTES_SENT, n);

@@ -61,8 +61,8 @@ int ring_space(struct ring_end *r, uint64_t *space)
 	return RING_OK;
 }
 
-/* Walks an iovec array and a ring span together; to_ring 0 copies ring->iov,
- * summing what it copies into *crc unless crc is NULL. */
+/* Walks an iovec array and a ring span together; to_ring 0 copies ring->iov.
+ * Unless crc is NULL, what it copies is summed into *crc in the same pass. */
 static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const struct iovec *iov,
 			int iovcnt, size_t iov_skip, size_t len, int to_ring, uint32_t *crc)
 {
@@ -85,10 +85,11 @@ static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const s
 			uint64_t off = at & (size - 1);
 			size_t chunk = size - off < l ? (size_t)(size - off) : l;
 
-			if (to_ring)
+			if (crc)
+				*crc = to_ring ? crc32c_copy(*crc, data + off, b, chunk)
+					       : crc32c_copy(*crc, b, data + off, chunk);
+			else if (to_ring)
 				stream_copy(data + off, b, chunk);
-			else if (crc)
-				*crc = crc32c_copy(*crc, b, data + off, chunk);
 			else
 				memcpy(b, data + off, chunk);
 			b += chunk;
@@ -131,11 +132,11 @@ static void rewind_if_empty(struct ring_end *r, size_t len)
 	r->rewind_at = r->pos + RING_REWIND_AT;
 }
 
-void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		  size_t len)
+void ring_produce_sum(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		      size_t len, uint32_t *crc)
 {
 	rewind_if_empty(r, len);
-	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1, NULL);
+	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1, crc);
 	r->pos += len;
 	atomic_store_explicit(&r->sh->prod, r->pos, memory_order_release);
 }

@@ -122,8 +122,16 @@ static inline uint64_t ring_round_up(uint64_t cursor, uint64_t size)
  * caches, rather than walking all of it: past RING_REWIND_AT, a producer that
  * finds the ring empty rewinds to its start (prod_skip). */
 #define RING_REWIND_AT (8u << 10)
-void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		  size_t len);
+/* Unless crc is NULL, the bytes are summed into the CRC32C register *crc as
+ * they are copied in (a data digest computed over exactly what the peer will
+ * read, include/usmc/ddp.h). */
+void ring_produce_sum(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		      size_t len, uint32_t *crc);
+static inline void ring_produce(struct ring_end *r, const struct iovec *iov, int iovcnt,
+				size_t iov_skip, size_t len)
+{
+	ring_produce_sum(r, iov, iovcnt, iov_skip, len, NULL);
+}
 
 /* Wait protocol. ring_arm() starts a new odd generation in our wait word and issues
  * the full fence that pairs with the other side's ring_should_ring(); the caller

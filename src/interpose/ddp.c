@@ -1,7 +1,7 @@
 /* The placement interface's entry points (include/usmc/ddp.h): the payload of a
  * registered tag comes out of the shared-memory ring into its buffers, summed
  * in the same pass, on an accelerated connection, and from the kernel by one
- * readv on any other. */
+ * readv on any other; what is sent is summed as it is copied into the ring. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -71,6 +71,7 @@ void usmc_ddp_resync(struct usmc_ddp *d)
 	stat_add(STAT_DDP + DDP_RESYNC, 1);
 }
 
+/* The first n bytes of a window, summed. */
 static uint32_t sum_window(uint32_t crc, const struct iovec *win, size_t n)
 {
 	for (; n; win++) {
@@ -151,5 +152,30 @@ ssize_t usmc_ddp_recv(struct usmc_ddp *d, unsigned tag, size_t off, size_t len, 
 		stat_add(STAT_DDP + DDP_PACKETS, 1);
 		stat_add(STAT_DDP + DDP_BYTES, (uint64_t)r);
 	}
+	return r;
+}
+
+ssize_t usmc_ddp_send(int fd, const struct iovec *iov, int iovcnt, uint32_t *crc, int flags)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+	int fused = s && conn_attached(s);
+	ssize_t r;
+
+	flags &= MSG_DONTWAIT | MSG_NOSIGNAL;
+	if (s && conn_accel(s)) {
+		r = conn_send_sum(s, fd, iov, iovcnt, flags, fused ? crc : NULL);
+	} else {
+		struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+
+		r = real.sendmsg(fd, &mh, flags);
+	}
+	if (o) {
+		int e = errno;
+		obj_put(o);
+		errno = e;
+	}
+	if (r > 0 && crc && !fused)
+		*crc = sum_window(*crc, iov, (size_t)r);
 	return r;
 }

@@ -314,6 +314,7 @@ static int on_icresp(struct nvme_ioq *q, const uint8_t *hdr)
 	rx.pda = o->hpda;
 	tx.pda = cpda;
 	nvq_connected(&q->q, &rx, &tx);
+	nvq_sum_on_send(&q->q);
 	q->h->info.maxh2cdata = maxdata;
 	q->h->info.cpda = cpda;
 	q->ic_done = 1;

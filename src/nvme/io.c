@@ -52,9 +52,10 @@ static void rw(struct tconn *c, struct tcmd *cmd, int write)
 		return;
 	}
 	src = ns_map(ns, off, len);
-	if (src && !c->q.tx.ddgst) {
+	if (src && (!c->q.tx.ddgst || c->q.tx_fused)) {
 		/* Straight from memory: a write overlapping it meanwhile may tear
-		 * the data, as NVMe allows of overlapping commands in flight. */
+		 * the data, as NVMe allows of overlapping commands in flight; a
+		 * digest summed as the data is copied into the ring sums what left. */
 		tcmd_send_data(c, cmd, src, (uint32_t)len, NVME_SC_SUCCESS, NULL);
 		return;
 	}

@@ -83,6 +83,12 @@ int nvq_place(struct nvq *q, unsigned max_tags, int fused)
 	return 1;
 }
 
+int nvq_sum_on_send(struct nvq *q)
+{
+	q->tx_fused = (usmc_ddp_caps(q->fd) & USMC_DDP_CAP_CRC) != 0;
+	return q->tx_fused;
+}
+
 int nvq_fail(struct nvq *q, const char *fmt, ...)
 {
 	va_list ap;
@@ -359,7 +365,9 @@ void nvq_tx_push(struct nvq *q, struct nvq_txe *e, const struct iovec *data, int
 	e->data_cnt = cnt;
 	e->data_len = len;
 	e->has_ddgst = len && q->tx.ddgst;
-	if (e->has_ddgst && !e->summed) {
+	e->sum_at_send = e->has_ddgst && !e->summed && q->tx_fused;
+	e->crc = CRC32C_INIT;
+	if (e->has_ddgst && !e->summed && !e->sum_at_send) {
 		uint32_t crc = CRC32C_INIT;
 
 		for (int i = 0; i < cnt; i++)
@@ -391,24 +399,57 @@ static size_t txe_len(const struct nvq_txe *e)
 	return e->hdr_len + e->data_len + (e->has_ddgst ? PDU_DIGEST_LEN : 0);
 }
 
+/* The head entry's data when it is summed as it is sent: the placement
+ * interface copies it and sums it in one pass; once it all left, its digest is
+ * known and goes with what follows. 1 progress, 0 the socket is full, -1. */
+static int send_summed(struct nvq *q, struct nvq_txe *e)
+{
+	struct iovec win[NVQ_IOV_MAX];
+	size_t off = q->tx_sent - e->hdr_len;
+	int n = iov_window(e->data, e->data_cnt, off, e->data_len - off, win);
+	ssize_t w = usmc_ddp_send(q->fd, win, n, &e->crc, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+	if (w < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return 0;
+		return nvq_fail(q, "send: %s", strerror(errno));
+	}
+	q->tx_sent += (size_t)w;
+	if (q->tx_sent == e->hdr_len + e->data_len)
+		put_le32(e->ddgst, crc32c_final(e->crc));
+	return 1;
+}
+
 int nvq_tx_flush(struct nvq *q)
 {
 	struct iovec v[IOV_MAX < 256 ? IOV_MAX : 256];
+	const int max = (int)(sizeof(v) / sizeof(v[0]));
 
 	while (q->tx_count) {
+		struct nvq_txe *head = &q->txq[q->tx_head];
 		int cnt = 0, full = 0;
 		size_t skip = q->tx_sent;
 
+		if (head->sum_at_send && skip >= head->hdr_len && skip < head->hdr_len + head->data_len) {
+			int r = send_summed(q, head);
+
+			if (r <= 0)
+				return r < 0 ? -1 : 1;
+			continue;
+		}
 		for (unsigned i = 0; i < q->tx_count && !full; i++) {
 			const struct nvq_txe *e = &q->txq[(q->tx_head + i) % q->txq_cap];
 
-			full = !gather(v, &cnt, (int)(sizeof(v) / sizeof(v[0])), e->hdr, e->hdr_len, &skip);
+			full = !gather(v, &cnt, max, e->hdr, e->hdr_len, &skip);
+			/* Data summed as it is sent goes on its own, after its header. */
+			if (e->sum_at_send && skip < e->data_len) {
+				full = 1;
+				break;
+			}
 			for (int k = 0; k < e->data_cnt && !full; k++)
-				full = !gather(v, &cnt, (int)(sizeof(v) / sizeof(v[0])), e->data[k].iov_base,
-					       e->data[k].iov_len, &skip);
+				full = !gather(v, &cnt, max, e->data[k].iov_base, e->data[k].iov_len, &skip);
 			if (e->has_ddgst && !full)
-				full = !gather(v, &cnt, (int)(sizeof(v) / sizeof(v[0])), e->ddgst,
-					       PDU_DIGEST_LEN, &skip);
+				full = !gather(v, &cnt, max, e->ddgst, PDU_DIGEST_LEN, &skip);
 		}
 		struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)cnt};
 		ssize_t w = sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);

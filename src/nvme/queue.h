@@ -67,6 +67,8 @@ struct nvq_txe {
 	uint8_t ddgst[PDU_DIGEST_LEN];
 	uint8_t has_ddgst;
 	uint8_t summed;        /* the owner put the data digest in ddgst already */
+	uint8_t sum_at_send;   /* the data digest is summed as the data leaves, in crc */
+	uint32_t crc;
 	/* Called once it left (or the queue went): its data may go then. */
 	void (*sent)(struct nvq *q, void *arg);
 	void *arg;
@@ -101,6 +103,7 @@ struct nvq {
 	uint8_t dgst[PDU_DIGEST_LEN];
 	struct usmc_ddp *ddp;
 	/* transmit */
+	int tx_fused;          /* data digests summed as the data is copied into a ring */
 	struct nvq_txe *txq;
 	unsigned txq_cap, tx_head, tx_count;
 	size_t tx_sent;        /* bytes of the head entry already written */
@@ -117,6 +120,10 @@ void nvq_connected(struct nvq *q, const struct pdu_frame *rx, const struct pdu_f
  * are placed. fused: the data digest is summed as the data lands. Returns
  * whether placement is on. */
 int nvq_place(struct nvq *q, unsigned max_tags, int fused);
+
+/* Where the socket copies what is sent into a ring, data digests are summed in
+ * that same copy (usmc_ddp_send()) rather than before: returns whether. */
+int nvq_sum_on_send(struct nvq *q);
 
 /* Receives as much as the socket has: 1 if it took something, 0 if there was
  * nothing (EAGAIN), -1 when the queue failed (q->err). */

@@ -343,6 +343,7 @@ static int on_icreq(struct tconn *c, const uint8_t *hdr)
 	e->hdr_len = (uint32_t)pdu_icresp(e->hdr, 0, dgst & 3, TGT_MAXH2CDATA);
 	nvq_tx_push(&c->q, e, NULL, 0, 0);
 	nvq_connected(&c->q, &rx, &tx);
+	nvq_sum_on_send(&c->q);
 	return 0;
 }
 

@@ -27,6 +27,12 @@ ssize_t usmc_ddp_recv(struct usmc_ddp *d, unsigned t, size_t o, size_t l, uint32
 	return -1;
 }
 
+ssize_t usmc_ddp_send(int fd, const struct iovec *v, int n, uint32_t *c, int f)
+{
+	(void)fd; (void)v; (void)n; (void)c; (void)f;
+	return -1;
+}
+
 static struct pdu_rx config(uint8_t b)
 {
 	struct pdu_rx rx;

@@ -42,6 +42,7 @@ struct hreq {
 	uint32_t len;
 	uint32_t rcvd;           /* read: bytes of C2HData in */
 	uint32_t sent;           /* write: bytes an R2T asked for and we queued */
+	unsigned queued;         /* its PDUs with data still in the transmit queue */
 	struct iovec *win;       /* the H2CData PDUs' windows into iov */
 	unsigned win_cap;
 	nvme_cb *cb;
@@ -159,6 +160,25 @@ static void fail_all(struct nvme_ioq *q, uint16_t status, int pending)
 	free(doomed);
 }
 
+/* A PDU carrying a command's data left (or the queue went): the data is the
+ * caller's, who may reuse it once the command completes. */
+static void data_left(struct nvq *nq, void *arg)
+{
+	(void)nq;
+	((struct hreq *)arg)->queued--;
+}
+
+static void push_data(struct nvme_ioq *q, struct nvq_txe *e, struct hreq *r, const struct iovec *w,
+		      int cnt, uint32_t n)
+{
+	if (n) {
+		r->queued++;
+		e->sent = data_left;
+		e->arg = r;
+	}
+	nvq_tx_push(&q->q, e, w, cnt, n);
+}
+
 static struct nvq_txe *entry(struct nvme_ioq *q)
 {
 	struct nvq_txe *e = nvq_tx_entry(&q->q);
@@ -194,7 +214,7 @@ static int send_h2c(struct nvme_ioq *q, struct hreq *r, uint16_t ttag, uint32_t 
 		e->hdr_len = (uint32_t)pdu_data(e->hdr, &q->q.tx, PDU_H2C_DATA,
 						i + 1 == pdus ? PDU_F_LAST : 0, get_le16(r->sqe.b + SQE_CID),
 						ttag, off + i * max, n);
-		nvq_tx_push(&q->q, e, w, cnt, n);
+		push_data(q, e, r, w, cnt, n);
 	}
 	r->sent = off + len;
 	return 0;
@@ -214,7 +234,7 @@ static int issue(struct nvme_ioq *q, struct hreq *r)
 	if (!r->write && r->len >= q->h->o.io_threshold && q->q.ddp)
 		r->placed = usmc_ddp_setup(q->q.ddp, cid, r->iov, r->iovcnt) == 0;
 	e->hdr_len = (uint32_t)pdu_cmd(e->hdr, &q->q.tx, &r->sqe, r->incapsule ? r->len : 0);
-	nvq_tx_push(&q->q, e, r->iov, r->incapsule ? r->iovcnt : 0, r->incapsule ? r->len : 0);
+	push_data(q, e, r, r->iov, r->incapsule ? r->iovcnt : 0, r->incapsule ? r->len : 0);
 	return 0;
 }
 
@@ -230,6 +250,7 @@ static struct hreq *prepare(struct nvme_ioq *q, uint16_t cid, const struct nvme_
 	r->write = write;
 	r->len = len;
 	r->rcvd = r->sent = 0;
+	r->queued = 0;
 	r->iovcnt = iov_window(iov, iovcnt, 0, len, r->iov);
 	r->cb = cb;
 	r->arg = arg;
@@ -350,6 +371,10 @@ static int on_resp(struct nvme_ioq *q, const uint8_t *hdr)
 
 	if (!r)
 		return fatal(q, FES_INVALID_HEADER, PDU_CH_LEN + CQE_CID, "response for no command");
+	/* Its data has not even left: the controller cannot have taken it, and
+	 * the caller would reuse buffers still to be sent. */
+	if (r->queued)
+		return fatal(q, FES_SEQUENCE, PDU_CH_LEN + CQE_CID, "response before the command's data left");
 	status = nvme_status(cqe);
 	if (status == NVME_SC_SUCCESS && !r->write && r->rcvd != r->len)
 		status = NVME_SC_DATA_XFER_ERROR;
@@ -601,6 +626,11 @@ static int queue_open(struct nvme_ioq *q, char *err, size_t errlen)
 	q->ic_done = 0;
 	q->q.rx.max_data = HOST_MAX_DATA;
 	e = nvq_tx_entry(&q->q);
+	if (!e) {
+		snprintf(err, errlen, "out of memory");
+		queue_close(q);
+		return -1;
+	}
 	e->hdr_len = (uint32_t)pdu_icreq(e->hdr, h->o.hpda, dgst, 0);
 	nvq_tx_push(&q->q, e, NULL, 0, 0);
 	while (!q->ic_done) {

@@ -212,6 +212,9 @@ static int on_cmd(struct tconn *c, const struct pdu_info *pi, const uint8_t *hdr
 	type = cmd->sqe.b[SQE_SGL_TYPE];
 	off = get_le64(cmd->sqe.b + SQE_SGL_ADDR);
 	len = get_le32(cmd->sqe.b + SQE_SGL_LEN);
+	/* No command moves more, either way: its buffers are the target's. */
+	if (len > TGT_MAX_XFER)
+		len = UINT32_MAX;
 	if (pi->data_len) {
 		/* In-capsule data: the descriptor is an offset into it. */
 		cmd->buf = malloc(pi->data_len);
@@ -230,8 +233,12 @@ static int on_cmd(struct tconn *c, const struct pdu_info *pi, const uint8_t *hdr
 		return 0;
 	}
 	cmd->state = TC_DATA_IN;
+	if (len == UINT32_MAX) {
+		tcmd_complete(c, cmd, NVME_SC_SGL_INVALID_DATA | NVME_SC_DNR, 0);
+		return 0;
+	}
 	if (len && tcmd_data_in(c, &cmd->sqe)) {
-		if (type != NVME_SGL_TRANSPORT || len > TGT_MAX_XFER) {
+		if (type != NVME_SGL_TRANSPORT) {
 			tcmd_complete(c, cmd, NVME_SC_SGL_INVALID_DATA | NVME_SC_DNR, 0);
 			return 0;
 		}

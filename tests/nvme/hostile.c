@@ -114,6 +114,19 @@ static int expect_term(int fd, uint16_t fes, uint32_t fei)
 	}
 }
 
+/* The target answers the command with status (and keeps the connection). */
+static int expect_resp(int fd, uint16_t status)
+{
+	uint8_t b[PDU_RESP_LEN];
+
+	if (full(fd, b, sizeof(b), 1) < 0 || b[CH_TYPE] != PDU_RESP) {
+		fprintf(stderr, "hostile: no response\n");
+		return 1;
+	}
+	printf("hostile: response, status %#x\n", get_le16(b + PDU_CH_LEN + CQE_STATUS) >> 1);
+	return get_le16(b + PDU_CH_LEN + CQE_STATUS) >> 1 == status ? 0 : 1;
+}
+
 static int host_case(int port, const char *c)
 {
 	static const struct pdu_frame plain = {0, 0, 0}, hd = {1, 0, 0};
@@ -168,6 +181,15 @@ static int host_case(int port, const char *c)
 		b[PDU_CH_LEN + SQE_NSID] ^= 1;
 		full(fd, b, n, 0);
 		return expect_term(fd, FES_HDGST, 0);
+	}
+	if (!strcmp(c, "huge-transfer")) {
+		/* A read of 4 GiB: refused, not attempted. */
+		sqe.b[SQE_OPC] = NVME_CMD_READ;
+		sqe.b[SQE_SGL_TYPE] = NVME_SGL_TRANSPORT;
+		put_le32(sqe.b + SQE_SGL_LEN, 0xffffffffu);
+		n = pdu_cmd(b, &plain, &sqe, 0);
+		full(fd, b, n, 0);
+		return expect_resp(fd, NVME_SC_SGL_INVALID_DATA | NVME_SC_DNR);
 	}
 	if (!strcmp(c, "unasked-h2c")) {
 		n = pdu_data(b, &plain, PDU_H2C_DATA, PDU_F_LAST, 1, 7, 0, 512);

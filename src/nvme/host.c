@@ -359,6 +359,9 @@ static int on_c2h(struct nvme_ioq *q, const struct pdu_info *pi, const uint8_t *
 	if (r->placed) {
 		sink->tag = cid;
 		sink->tag_off = off;
+	} else if (q->q.ddp && r->len >= q->h->o.io_threshold) {
+		/* Its buffers could not be registered: the payload is staged. */
+		usmc_ddp_drop(q->q.ddp);
 	}
 	return 0;
 }

@@ -12,7 +12,10 @@
  *                                               Linux's host: connect through /dev/nvme-fabrics,
  *                                               write BYTES of verification data to the
  *                                               namespace (O_DIRECT), read them back, check
- *                                               them, disconnect
+ *                                               them; then zero a megabyte past them (Write
+ *                                               Zeroes) and deallocate the next (Dataset
+ *                                               Management), check both read back as zeroes;
+ *                                               disconnect
  *   nvme_guest dmesg                            the kernel's messages about NVMe
  *
  * The verification data is usmc nvme perf's (src/nvme/pattern.h), so that what one side
@@ -25,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -214,6 +219,33 @@ static int fabrics_connect(const char *opts, int *instance)
 	return 0;
 }
 
+/* Past the checked bytes: a megabyte zeroed (the kernel sends Write Zeroes), the
+ * next deallocated (Dataset Management), both written with data first and read
+ * back as zeroes. */
+static int zero_and_discard(int fd, uint64_t at, uint8_t *b)
+{
+	uint64_t zero[2] = {at, CHUNK}, discard[2] = {at + CHUNK, CHUNK};
+
+	pattern_fill(1, at, b, CHUNK);
+	if (pwrite(fd, b, CHUNK, (off_t)at) != CHUNK || pwrite(fd, b, CHUNK, (off_t)(at + CHUNK)) != CHUNK)
+		return fail("writing before zeroing");
+	if (ioctl(fd, BLKZEROOUT, zero) < 0)
+		return fail("BLKZEROOUT");
+	if (ioctl(fd, BLKDISCARD, discard) < 0)
+		return fail("BLKDISCARD");
+	for (uint64_t off = at; off < at + 2 * CHUNK; off += CHUNK) {
+		if (pread(fd, b, CHUNK, (off_t)off) != CHUNK)
+			return fail("reading zeroes");
+		for (size_t i = 0; i < CHUNK; i++)
+			if (b[i]) {
+				printf("nvme_guest: byte %llu not zero\n", (unsigned long long)off + i);
+				return 1;
+			}
+	}
+	printf("nvme_guest: zeroed and deallocated: 2 MiB read back as zeroes\n");
+	return 0;
+}
+
 static int kernel_host(const char *port, const char *nqn, const char *bytes_s, const char *seed_s,
 		       int digest)
 {
@@ -246,6 +278,8 @@ static int kernel_host(const char *port, const char *nqn, const char *bytes_s, c
 	printf("nvme_guest: Linux's host wrote %llu bytes to %s%s\n", (unsigned long long)bytes, dev,
 	       digest ? " with header and data digests" : "");
 	rc = check(fd, bytes, seed, dev);
+	if (!rc)
+		rc = zero_and_discard(fd, bytes, b);
 	close(fd);
 	free(b);
 	snprintf(del, sizeof(del), "/sys/class/nvme/nvme%d/delete_controller", instance);

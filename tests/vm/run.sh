@@ -12,7 +12,8 @@
 #                     load: usmc's host against nvmet-tcp (configured through configfs), and
 #                     Linux's nvme-tcp host (through /dev/nvme-fabrics) and nvme-cli's discover
 #                     against usmc's target, with and without digests, over the guest's
-#                     loopback; 64 MiB written by one side, read back and checked by the other.
+#                     loopback; 64 MiB written by one side, read back and checked by the other;
+#                     Linux's Write Zeroes and Dataset Management against usmc's target.
 #                     The modules come from /lib/modules of the kernel booted (the newest in
 #                     /boot), nvme-cli from the host.
 #
@@ -134,6 +135,8 @@ scenario_nvme() {
         { echo "nvme discover did not list usmc's subsystem"; return 1; }
     [ "$(grep -c 'bytes as written' "$log")" -eq 4 ] ||
         { echo "a file or block device did not hold what was written"; return 1; }
+    [ "$(grep -c 'read back as zeroes' "$log")" -eq 2 ] ||
+        { echo "Write Zeroes or Dataset Management from Linux's host did not zero"; return 1; }
 }
 
 mkdir -p "$out" || exit 1

@@ -2,8 +2,10 @@
 # make SAN=asan   -> the same under build-asan/, with AddressSanitizer and UBSan
 # make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
 # make test       -> every test suite (see tests/run-all.sh)
-# make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, lib/libusmc.so,
-#                    include/usmc/usmc.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
+# make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, bin/usmc-nvme, lib/libusmc.so,
+#                    include/usmc/{usmc,ddp}.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
+# usmc-nvme (usmc nvme) links with the library, and with ISA-L (libisal-dev) for CRC32C when
+# its header is there; without it, the library's own CRC32C serves.
 # Path lengths are checked where they matter, so -Wformat-truncation is noise here.
 
 CC ?= cc
@@ -26,16 +28,21 @@ else
 endif
 CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
 
-CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c)
+CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c) $(wildcard src/util/*.c)
 LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
-TOOLSRC := $(wildcard src/tools/*.c) $(addprefix src/core/,addr.c config.c decline.c policy.c \
-	procfile.c regentry.c stats.c sys.c)
+TOOLSRC := $(filter-out src/tools/nvme%,$(wildcard src/tools/*.c)) \
+	$(addprefix src/core/,addr.c config.c decline.c policy.c procfile.c regentry.c stats.c sys.c)
+NVMESRC := $(wildcard src/tools/nvme*.c) $(wildcard src/nvme/*.c) src/util/crc32c.c
+ISAL := $(shell printf '\043include <isa-l/crc.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+NVME_CFLAGS := $(if $(ISAL),-DUSMC_ISAL)
+NVME_LIBS := $(if $(ISAL),-lisal)
 
 LIBOBJ := $(LIBSRC:%.c=$(BUILD)/obj/%.o)
 TOOLOBJ := $(TOOLSRC:%.c=$(BUILD)/obj/tool/%.o)
+NVMEOBJ := $(NVMESRC:%.c=$(BUILD)/obj/nvme/%.o)
 HEADERS := $(wildcard src/*/*.h) $(wildcard include/usmc/*.h)
 
-all: $(BUILD)/lib/libusmc.so $(BUILD)/bin/usmc
+all: $(BUILD)/lib/libusmc.so $(BUILD)/bin/usmc $(BUILD)/bin/usmc-nvme
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -45,6 +52,10 @@ $(BUILD)/obj/tool/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iinclude $(if $(SANRT),-DUSMC_SANITIZER_RUNTIME='"$(SANRT)"') -c $< -o $@
 
+$(BUILD)/obj/nvme/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NVME_CFLAGS) -Iinclude -c $< -o $@
+
 $(BUILD)/lib/libusmc.so: $(LIBOBJ) src/interpose/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/interpose/exports.map -Wl,-z,defs \
@@ -53,6 +64,11 @@ $(BUILD)/lib/libusmc.so: $(LIBOBJ) src/interpose/exports.map
 $(BUILD)/bin/usmc: $(TOOLOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(TOOLOBJ) -ldl
+
+# -lusmc ahead of the C library, whose calls it wraps.
+$(BUILD)/bin/usmc-nvme: $(NVMEOBJ) $(BUILD)/lib/libusmc.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(NVMEOBJ) -L$(BUILD)/lib -lusmc -Wl,-rpath,'$$ORIGIN/../lib' $(NVME_LIBS)
 
 test: all
 	tests/run-all.sh
@@ -64,8 +80,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/usmc \
 		$(MANDIR)/man1 $(MANDIR)/man7
 	install -m 755 $(BUILD)/bin/usmc $(DESTDIR)$(PREFIX)/bin/usmc
+	install -m 755 $(BUILD)/bin/usmc-nvme $(DESTDIR)$(PREFIX)/bin/usmc-nvme
 	install -m 755 $(BUILD)/lib/libusmc.so $(DESTDIR)$(PREFIX)/lib/libusmc.so
-	install -m 644 include/usmc/usmc.h $(DESTDIR)$(PREFIX)/include/usmc/usmc.h
+	install -m 644 include/usmc/usmc.h include/usmc/ddp.h $(DESTDIR)$(PREFIX)/include/usmc/
 	sed 's|@PREFIX@|$(PREFIX)|' usmc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/usmc.pc
 	install -m 644 $(wildcard man/*.1) $(MANDIR)/man1
 	install -m 644 $(wildcard man/*.7) $(MANDIR)/man7

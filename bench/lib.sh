@@ -250,16 +250,25 @@ bench_begin() {
 }
 
 # build_programs: the benchmark's own C programs, into build/bench/, rebuilt when a source or a
-# header they use (bench/*.h, the ring copy of src/core/streamcopy.h) changed.
+# header they use (bench/*.h, the ring copy of src/core/streamcopy.h, usmc's CRC32C) changed. crc
+# takes ISA-L where its header is.
 build_programs() {
-    local prog srcs
+    local prog srcs flags
     mkdir -p "$BIN"
-    for prog in msgrate connrate idle stream bare_ring; do
-        srcs=("$BENCH_DIR/$prog.c")
-        [ "$prog" = bare_ring ] || srcs+=("$BENCH_DIR/endpoint.c")
-        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h "$ROOT/src/core/streamcopy.h" -newer "$BIN/$prog")" ]; then
-            ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -o "$BIN/$prog" "${srcs[@]}" ||
-                return 1
+    for prog in msgrate connrate idle stream bare_ring crc; do
+        srcs=("$BENCH_DIR/$prog.c") flags=()
+        case $prog in
+            bare_ring) ;;
+            crc)
+                srcs+=("$ROOT/src/util/crc32c.c")
+                printf '#include <isa-l/crc.h>\n' | ${CC:-cc} -E -x c - >/dev/null 2>&1 &&
+                    flags=(-DUSMC_ISAL -lisal)
+                ;;
+            *) srcs+=("$BENCH_DIR/endpoint.c") ;;
+        esac
+        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h "$ROOT/src/core/streamcopy.h" "$ROOT/src/util/crc32c.h" -newer "$BIN/$prog")" ]; then
+            ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -pthread -o "$BIN/$prog" \
+                "${srcs[@]}" "${flags[@]}" || return 1
         fi
     done
 }

@@ -10,7 +10,7 @@ packages=("$@")
     build-essential make gcc clang libclang-rt-14-dev
     sockperf iperf3 redis-server redis-tools nginx-light wrk curl memcached postgresql php-fpm
     iproute2 iptables procps psmisc python3 python3-matplotlib python3-jsonschema python3-grpcio
-    pkg-config
+    pkg-config libisal-dev nvme-cli
     qemu-system-x86 linux-image-cloud-amd64 cpio
 )
 

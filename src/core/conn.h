@@ -168,6 +168,11 @@ struct usock *conn_import(const struct conn_export *x);
 
 /* Data. Each returns what the corresponding system call would (-1 and errno). */
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* conn_send() of what is not urgent, which also sums what goes into the ring
+ * into the CRC32C register *crc, as it copies it; bytes that go to the kernel
+ * (a connection that fell back) are not: ddp.c looks at the mode first. */
+ssize_t conn_send_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc);
 /* The rest of a piece conn_send() sent short, sent on as the kernel's splice
  * sends what a short send left of a pipe (sendfile()): without waiting for
  * room, and to TCP once the connection writes there, whose error this send
@@ -175,6 +180,9 @@ ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
  * nothing. */
 ssize_t conn_send_more(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+/* conn_recv() that is no peek, summing as it copies out of the ring. */
+ssize_t conn_recv_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc);
 /* recv(MSG_OOB); msg_flags (may be NULL) gets what recvmsg() reports. */
 ssize_t conn_recv_urg(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
 		      int *msg_flags);

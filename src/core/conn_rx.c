@@ -15,9 +15,11 @@ static ssize_t plain_recvmsg(int fd, const struct iovec *iov, int iovcnt, int fl
 }
 
 /* A read, or a peek when peek; constant in each of conn_recv()'s two instances,
- * so that a read carries none of a peek's bookkeeping. */
+ * so that a read carries none of a peek's bookkeeping. crc: conn_recv_sum()'s
+ * (a read's). */
 static inline __attribute__((always_inline)) ssize_t
-recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int peek)
+recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int peek,
+	  uint32_t *crc)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	/* off: what a peek looked past already (a read consumes it instead). */
@@ -92,7 +94,7 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 				if (mark)
 					n = (size_t)mark;
 			}
-			ring_peek(&s->rx, off, iov, iovcnt, done, n);
+			ring_peek_sum(&s->rx, off, iov, iovcnt, done, n, crc);
 			done += n;
 			if (peek) {
 				off += n;
@@ -186,8 +188,14 @@ ssize_t conn_recv(struct usock *s, int fd, const struct iovec *iov, int iovcnt, 
 	if (flags & MSG_OOB)
 		return conn_recv_urg(s, fd, iov, iovcnt, flags, NULL);
 	if (flags & MSG_PEEK)
-		return recv_body(s, fd, iov, iovcnt, flags, 1);
-	return recv_body(s, fd, iov, iovcnt, flags, 0);
+		return recv_body(s, fd, iov, iovcnt, flags, 1, NULL);
+	return recv_body(s, fd, iov, iovcnt, flags, 0, NULL);
+}
+
+ssize_t conn_recv_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc)
+{
+	return recv_body(s, fd, iov, iovcnt, flags, 0, crc);
 }
 
 int conn_fionread(struct usock *s, int fd, int *out)

@@ -40,10 +40,10 @@ void tx_limit(struct usock *s, uint64_t base)
 
 /* A send; oob is constant in each of conn_send()'s two instances, so that a
  * send that is not urgent carries none of the urgent one's work. more: the
- * rest of a piece sent short (conn_send_more()). */
+ * rest of a piece sent short (conn_send_more()). crc: conn_send_sum()'s. */
 static inline __attribute__((always_inline)) ssize_t
 send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags, const int oob,
-	  int more)
+	  int more, uint32_t *crc)
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0;
@@ -106,7 +106,7 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			 * piece while we copy in the next. */
 			if (n > PUBLISH_CHUNK)
 				n = PUBLISH_CHUNK;
-			ring_write(&s->tx, iov, iovcnt, done, n);
+			ring_write_sum(&s->tx, iov, iovcnt, done, n, crc);
 			/* The urgent mark goes with the last byte of the call, and
 			 * with the last before each wait for room, as tcp_sendmsg()
 			 * marks what it has queued whenever it pushes. */
@@ -174,17 +174,23 @@ fail:
 ssize_t conn_send(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	if (!(flags & MSG_OOB))
-		return send_body(s, fd, iov, iovcnt, flags, 0, 0);
+		return send_body(s, fd, iov, iovcnt, flags, 0, 0, NULL);
 	stat_add(STAT_OOB_CALLS, 1);
 	/* A client whose attach is pending may yet fall back and send what the
 	 * ring holds on TCP, which would know nothing of the mark in it. */
 	conn_settle(s, fd);
-	return send_body(s, fd, iov, iovcnt, flags, 1, 0);
+	return send_body(s, fd, iov, iovcnt, flags, 1, 0, NULL);
+}
+
+ssize_t conn_send_sum(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      uint32_t *crc)
+{
+	return send_body(s, fd, iov, iovcnt, flags, 0, 0, crc);
 }
 
 ssize_t conn_send_more(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
-	return send_body(s, fd, iov, iovcnt, flags, 0, 1);
+	return send_body(s, fd, iov, iovcnt, flags, 0, 1, NULL);
 }
 
 int conn_outq(struct usock *s, int fd, int *out)

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "../util/crc32c.h"
 #include "streamcopy.h"
 
 void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *data,
@@ -113,9 +114,10 @@ uint64_t ring_urg_take(struct ring_end *r, uint64_t urg, uint64_t run)
 	return p - r->pos;
 }
 
-/* Walks an iovec array and a ring span together; dir 0 copies ring->iov. */
+/* Walks an iovec array and a ring span together; to_ring 0 copies ring->iov.
+ * Unless crc is NULL, what it copies is summed into *crc in the same pass. */
 static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const struct iovec *iov,
-			int iovcnt, size_t iov_skip, size_t len, int to_ring)
+			int iovcnt, size_t iov_skip, size_t len, int to_ring, uint32_t *crc)
 {
 	size_t done = 0;
 
@@ -136,7 +138,10 @@ static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const s
 			uint64_t off = at & (size - 1);
 			size_t chunk = size - off < l ? (size_t)(size - off) : l;
 
-			if (to_ring)
+			if (crc)
+				*crc = to_ring ? crc32c_copy(*crc, data + off, b, chunk)
+					       : crc32c_copy(*crc, b, data + off, chunk);
+			else if (to_ring)
 				stream_copy(data + off, b, chunk);
 			else
 				memcpy(b, data + off, chunk);
@@ -149,10 +154,10 @@ static size_t ring_copy(unsigned char *data, uint64_t size, uint64_t at, const s
 	return done;
 }
 
-size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
-		 size_t iov_skip, size_t len)
+size_t ring_peek_sum(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
+		     size_t iov_skip, size_t len, uint32_t *crc)
 {
-	return ring_copy(r->data, r->size, r->pos + skip, iov, iovcnt, iov_skip, len, 0);
+	return ring_copy(r->data, r->size, r->pos + skip, iov, iovcnt, iov_skip, len, 0, crc);
 }
 
 void ring_consume(struct ring_end *r, uint64_t n)
@@ -194,11 +199,11 @@ void ring_mark_urgent(struct ring_end *r)
 	atomic_store_explicit(&r->sh->prod_urg, r->pos, memory_order_relaxed);
 }
 
-void ring_write(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		size_t len)
+void ring_write_sum(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		    size_t len, uint32_t *crc)
 {
 	rewind_if_empty(r, len);
-	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1);
+	ring_copy(r->data, r->size, r->pos, iov, iovcnt, iov_skip, len, 1, crc);
 	r->pos += len;
 }
 

@@ -117,9 +117,16 @@ void ring_end_init(struct ring_end *r, struct ring_shared *sh, unsigned char *da
 
 /* Consumer side. ring_avail() reads and validates the producer cursor. */
 int ring_avail(struct ring_end *r, uint64_t *avail);
-/* Copy up to len bytes starting skip bytes after our cursor, without consuming. */
-size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
-		 size_t iov_skip, size_t len);
+/* Copy up to len bytes starting skip bytes after our cursor, without consuming;
+ * unless crc is NULL, the copy also sums them into the CRC32C register *crc, in
+ * the same pass (direct data placement with a data digest, include/usmc/ddp.h). */
+size_t ring_peek_sum(const struct ring_end *r, uint64_t skip, const struct iovec *iov, int iovcnt,
+		     size_t iov_skip, size_t len, uint32_t *crc);
+static inline size_t ring_peek(const struct ring_end *r, uint64_t skip, const struct iovec *iov,
+			       int iovcnt, size_t iov_skip, size_t len)
+{
+	return ring_peek_sum(r, skip, iov, iovcnt, iov_skip, len, NULL);
+}
 void ring_consume(struct ring_end *r, uint64_t n);
 
 /* Consumer side, urgent data. ring_urg_news() reads the producer's urgent cursor
@@ -161,8 +168,16 @@ static inline uint64_t ring_round_up(uint64_t cursor, uint64_t size)
  * of it: past RING_REWIND_AT, a producer that finds the ring empty rewinds to
  * its start (prod_skip). */
 #define RING_REWIND_AT (8u << 10)
-void ring_write(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
-		size_t len);
+/* Unless crc is NULL, the bytes are summed into the CRC32C register *crc as
+ * they are copied in (a data digest computed over exactly what the peer will
+ * read, include/usmc/ddp.h). */
+void ring_write_sum(struct ring_end *r, const struct iovec *iov, int iovcnt, size_t iov_skip,
+		    size_t len, uint32_t *crc);
+static inline void ring_write(struct ring_end *r, const struct iovec *iov, int iovcnt,
+			      size_t iov_skip, size_t len)
+{
+	ring_write_sum(r, iov, iovcnt, iov_skip, len, NULL);
+}
 /* The byte before our cursor is urgent (prod_urg): between ring_write() and
  * ring_publish(), so that the consumer sees the mark with the byte. */
 void ring_mark_urgent(struct ring_end *r);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "clc.h"
+#include "ddp.h"
 #include "procfile.h"
 
 _Static_assert(CLC_RING_MAX / CLC_RING_MIN == 1u << (STAT_RING_BUCKETS - 1),
@@ -36,6 +37,16 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_SIGURG_UNVERIFIED] = "sigurg_unverified",
 	[STAT_SIGURG_DENIED] = "sigurg_denied",
 	[STAT_SPIN_CORE_LOST] = "spin_core_lost",
+	[STAT_DDP + DDP_SK_ADD] = DDP_STAT_PREFIX "sk_add",
+	[STAT_DDP + DDP_SK_ADD_FAIL] = DDP_STAT_PREFIX "sk_add_fail",
+	[STAT_DDP + DDP_SK_DEL] = DDP_STAT_PREFIX "sk_del",
+	[STAT_DDP + DDP_SETUP] = DDP_STAT_PREFIX "setup",
+	[STAT_DDP + DDP_SETUP_FAIL] = DDP_STAT_PREFIX "setup_fail",
+	[STAT_DDP + DDP_TEARDOWN] = DDP_STAT_PREFIX "teardown",
+	[STAT_DDP + DDP_DROP] = DDP_STAT_PREFIX "drop",
+	[STAT_DDP + DDP_RESYNC] = DDP_STAT_PREFIX "resync",
+	[STAT_DDP + DDP_PACKETS] = DDP_STAT_PREFIX "packets",
+	[STAT_DDP + DDP_BYTES] = DDP_STAT_PREFIX "bytes",
 };
 
 const char *stat_name(enum stat_id id)

@@ -25,6 +25,21 @@ enum side_stat {
 	SIDE_STATS = SIDE_RING_RX + STAT_RING_BUCKETS
 };
 
+/* Direct data placement (include/usmc/ddp.h), as Linux's ulp_ddp counts it. */
+enum ddp_stat {
+	DDP_SK_ADD,       /* sockets given placement */
+	DDP_SK_ADD_FAIL,
+	DDP_SK_DEL,
+	DDP_SETUP,        /* transfers registered */
+	DDP_SETUP_FAIL,
+	DDP_TEARDOWN,
+	DDP_DROP,         /* payloads the placement could not take */
+	DDP_RESYNC,       /* streams framed again after their place was lost */
+	DDP_PACKETS,      /* placements made */
+	DDP_BYTES,        /* bytes placed */
+	DDP_STATS
+};
+
 /* The first ids keep their numbers from one version to the next: tests and
  * older readers look them up by index. */
 enum stat_id {
@@ -60,12 +75,13 @@ enum stat_id {
 	/* Spins given up because the core went to another thread: spinning is
 	 * off for a while then (conn_wait.c). */
 	STAT_SPIN_CORE_LOST,
-	STAT_SIDE,             /* SIDE_STATS counters per side, client first */
+	STAT_DDP,              /* DDP_STATS counters of direct data placement (ddp.h) */
+	STAT_SIDE = STAT_DDP + DDP_STATS, /* SIDE_STATS counters per side, client first */
 	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 8u
+#define STATS_VERSION 9u
 
 struct stats_file {
 	uint64_t magic;
@@ -74,7 +90,8 @@ struct stats_file {
 	_Atomic uint64_t v[STAT_MAX];
 };
 
-/* The name of a counter below STAT_FALLBACK_REASON or among the calls. */
+/* The name of a counter below STAT_FALLBACK_REASON, among the calls or the
+ * placement's. */
 const char *stat_name(enum stat_id id);
 
 static inline enum stat_id stat_side_id(enum stat_side side, enum side_stat k)

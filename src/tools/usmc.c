@@ -16,6 +16,7 @@ static const char overview[] =
 	"  ss     list the sockets of running processes under usmc: accelerated, fallen\n"
 	"         back to TCP (and why), listening\n"
 	"  check  tell whether a connection to HOST:PORT would be accelerated, and if not, why\n"
+	"  nvme   NVMe/TCP: a target, and a host that identifies, discovers and measures\n"
 	"\n"
 	"`usmc COMMAND --help` describes a command; man usmc(1) and usmc(7) say more.\n";
 
@@ -65,6 +66,9 @@ static const char stats_usage[] =
 	"                                     (another pid namespace...); refused by the kernel\n"
 	"  spin_core_lost                     spins given up when the core went to another\n"
 	"                                     thread: waits then sleep at once for a while\n"
+	"  rx_nvme_tcp_sk_add, _sk_add_fail, _sk_del, _setup, _setup_fail, _teardown, _drop,\n"
+	"  _resync, _packets, _bytes          direct data placement (usmc nvme), as Linux's\n"
+	"                                     NVMe/TCP receive offload counts it\n"
 	"then the same split by side, SIDE being client (connecting) or server (accepting):\n"
 	"  SIDE_conn_accelerated, SIDE_conn_fallback\n"
 	"  SIDE_fallback_REASON               most frequent first\n"
@@ -125,6 +129,8 @@ static const struct command {
 	{"stats", cmd_stats, stats_usage},
 	{"ss", cmd_ss, ss_usage},
 	{"check", cmd_check, check_usage},
+	/* A program of its own, which has its own help. */
+	{"nvme", cmd_nvme, NULL},
 };
 
 static const char *current_usage = overview;
@@ -165,9 +171,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		current_usage = commands[i].usage;
-		if (argc > 2 && is_help(argv[2]))
-			help_exit();
+		if (commands[i].usage) {
+			current_usage = commands[i].usage;
+			if (argc > 2 && is_help(argv[2]))
+				help_exit();
+		}
 		return commands[i].run(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "usmc: unknown command %s\n", argv[1]);

@@ -1,4 +1,4 @@
-/* link: src/core/ring.c */
+/* link: src/core/ring.c src/util/crc32c.c */
 /* An honest producer and an honest consumer share one ring whose shared words the
  * input overwrites between their operations, as a hostile peer may at any moment.
  * Each end must keep every access inside the ring and the caller's buffers (the

@@ -31,6 +31,11 @@ check "make install DESTDIR: staged, the package names the final prefix" \
 check "the header stands alone" \
     'printf "#include <usmc/usmc.h>\nint p = IPPROTO_SMC;\n" |
      cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$prefix/include" -x c -c -o /dev/null -'
+check "the placement interface's header stands alone" \
+    'printf "#include <usmc/ddp.h>\nunsigned (*p)(int) = usmc_ddp_caps;\n" |
+     cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$prefix/include" -x c -c -o /dev/null -'
+check "the installed usmc nvme runs, with the installed library" \
+    '"$USMC" nvme --help >/dev/null && grep -q "$prefix/bin/../lib/libusmc.so" <<<"$(ldd "$prefix/bin/usmc-nvme")"'
 # A C library that knows IPPROTO_SMC defines it as glibc does its other protocols.
 cat >"$WORK/coexist.c" <<'C'
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-/* link: src/core/holders.c src/core/ring.c src/core/sys.c -ldl */
+/* link: src/core/holders.c src/core/ring.c src/util/crc32c.c src/core/sys.c -ldl */
 /* Two processes holding one end after fork(): one killed in the middle of a
  * send leaves the other a state it can go on from, with the peer's checks
  * passing, wherever the kill landed; here right after it published bytes that

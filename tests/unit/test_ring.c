@@ -1,4 +1,4 @@
-/* link: src/core/ring.c */
+/* link: src/core/ring.c src/util/crc32c.c */
 /* threads */
 /* The shared-memory ring: copies across the wrap point, cursor validation, the
  * doorbell protocol, and two threads moving a large stream through it. */

@@ -2,7 +2,8 @@
  * need, brings up loopback, lifts RLIMIT_NOFILE (the guest's root has the right that a
  * container's may lack), runs the commands it was given after "--" on the kernel command
  * line, one after the other, separated by "+" words, reports each one's exit status on the
- * console and powers the guest off. */
+ * console and powers the guest off. The kernel hands init 32 words at most: "@FILE" instead
+ * runs the lines of FILE, a command a line, its words separated by spaces. */
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -54,6 +55,34 @@ static int run(char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static void report(char **argv)
+{
+	printf("vm-init: exit status %d\n", run(argv));
+	fflush(stdout);
+}
+
+static void run_file(const char *path)
+{
+	static char line[8192];
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		say(path);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *words[256], *save;
+		int n = 0;
+
+		for (char *w = strtok_r(line, " \n", &save); w && n < 255; w = strtok_r(NULL, " \n", &save))
+			words[n++] = w;
+		words[n] = NULL;
+		if (n)
+			report(words);
+	}
+	fclose(f);
+}
+
 int main(int argc, char **argv)
 {
 	struct rlimit rl = {NOFILE, NOFILE};
@@ -68,13 +97,14 @@ int main(int argc, char **argv)
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		say("RLIMIT_NOFILE");
 	/* The kernel hands init the words after "--" on its command line. */
-	for (int i = 1; i < argc;) {
+	if (argc == 2 && argv[1][0] == '@')
+		run_file(argv[1] + 1);
+	for (int i = 1; i < argc && argv[1][0] != '@';) {
 		int j = i;
 		while (j < argc && strcmp(argv[j], "+"))
 			j++;
 		argv[j == argc ? argc : j] = NULL;
-		printf("vm-init: exit status %d\n", run(argv + i));
-		fflush(stdout);
+		report(argv + i);
 		i = j + 1;
 	}
 	sync();

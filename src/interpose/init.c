@@ -37,12 +37,15 @@ static void atfork_prepare(void)
 	obj_atfork_prepare();
 }
 
-/* A listener's accept instance came from the parent: the child opens its own. */
+/* A listener's accept instance came from the parent: the child opens its own.
+ * A connection's extension state (ERM) is the parent's alone. */
 static void child_one(int fd, struct obj *o)
 {
 	(void)fd;
-	if (o->kind == OBJ_SOCK)
+	if (o->kind == OBJ_SOCK) {
 		accept_forget((struct usock *)o);
+		conn_atfork_child((struct usock *)o);
+	}
 }
 
 static void atfork_child(void)

@@ -3,7 +3,7 @@
 # make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
 # make test       -> every test suite (see tests/run-all.sh)
 # make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, lib/libusmc.so,
-#                    include/usmc/usmc.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
+#                    include/usmc/{usmc,erm}.h, lib/pkgconfig/usmc.pc, share/man/man{1,3,7}
 # Path lengths are checked where they matter, so -Wformat-truncation is noise here.
 
 CC ?= cc
@@ -27,7 +27,7 @@ endif
 CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
 
 CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c)
-LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
+LIBSRC := $(CORE) $(wildcard src/erm/*.c) $(wildcard src/interpose/*.c)
 TOOLSRC := $(wildcard src/tools/*.c) $(addprefix src/core/,addr.c config.c decline.c policy.c \
 	procfile.c regentry.c stats.c sys.c)
 
@@ -62,12 +62,13 @@ MANDIR := $(DESTDIR)$(PREFIX)/share/man
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/usmc \
-		$(MANDIR)/man1 $(MANDIR)/man7
+		$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7
 	install -m 755 $(BUILD)/bin/usmc $(DESTDIR)$(PREFIX)/bin/usmc
 	install -m 755 $(BUILD)/lib/libusmc.so $(DESTDIR)$(PREFIX)/lib/libusmc.so
-	install -m 644 include/usmc/usmc.h $(DESTDIR)$(PREFIX)/include/usmc/usmc.h
+	install -m 644 include/usmc/usmc.h include/usmc/erm.h $(DESTDIR)$(PREFIX)/include/usmc
 	sed 's|@PREFIX@|$(PREFIX)|' usmc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/usmc.pc
 	install -m 644 $(wildcard man/*.1) $(MANDIR)/man1
+	install -m 644 $(wildcard man/*.3) $(MANDIR)/man3
 	install -m 644 $(wildcard man/*.7) $(MANDIR)/man7
 
 clean:

@@ -35,6 +35,9 @@ static const char *const names[STAT_SIDE] = {
 	[STAT_SIGURG_SENT] = "sigurg_sent",
 	[STAT_SIGURG_UNVERIFIED] = "sigurg_unverified",
 	[STAT_SIGURG_DENIED] = "sigurg_denied",
+	[STAT_ERM_COMMANDS] = "erm_commands",
+	[STAT_ERM_BYTES] = "erm_bytes",
+	[STAT_ERM_FAILED] = "erm_failed",
 };
 
 const char *stat_name(enum stat_id id)

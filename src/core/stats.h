@@ -57,12 +57,17 @@ enum stat_id {
 	STAT_SIGURG_SENT,
 	STAT_SIGURG_UNVERIFIED,
 	STAT_SIGURG_DENIED,
+	/* SMC-ERM commands (src/erm): those that moved their bytes, the bytes
+	 * they moved, and those that failed. */
+	STAT_ERM_COMMANDS,
+	STAT_ERM_BYTES,
+	STAT_ERM_FAILED,
 	STAT_SIDE,             /* SIDE_STATS counters per side, client first */
 	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 7u
+#define STATS_VERSION 8u
 
 struct stats_file {
 	uint64_t magic;

@@ -15,6 +15,7 @@
 #include "../core/registry.h"
 #include "../core/socktab.h"
 #include "../core/sys.h"
+#include "../erm/erm.h"
 #include "epoll.h"
 #include "fdtab.h"
 
@@ -99,6 +100,8 @@ __attribute__((constructor)) static void usmc_init(void)
 	}
 	if (cfg.disabled)
 		return;
+	/* Before our own fork handlers: its lock is let go first in a child. */
+	erm_init();
 	pthread_atfork(atfork_prepare, obj_atfork_release, atfork_child);
 	active = 1;
 	exec_adopt();

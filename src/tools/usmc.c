@@ -63,6 +63,8 @@ static const char stats_usage[] =
 	"                                     data went to\n"
 	"  sigurg_unverified, sigurg_denied   not sent: nothing vouched for the process named\n"
 	"                                     (another pid namespace...); refused by the kernel\n"
+	"  erm_commands, erm_bytes, erm_failed  SMC-ERM copies that moved their bytes, those\n"
+	"                                     bytes, and copies that failed (usmc-erm(3))\n"
 	"then the same split by side, SIDE being client (connecting) or server (accepting):\n"
 	"  SIDE_conn_accelerated, SIDE_conn_fallback\n"
 	"  SIDE_fallback_REASON               most frequent first\n"

@@ -75,16 +75,19 @@ static int copy_vm(struct erm_conn *e, unsigned char *mine, uint64_t addr, uint6
 
 /* Room in the peer's event ring for one more: 0, EAGAIN (a caller that does
  * not wait), ECONNRESET (the peer ended while we waited) or EPROTO (its
- * cursor broke). */
+ * cursor broke). The peer's cursor is read only once the room we knew of is
+ * used up: its line moves at every event the peer takes. */
 static int event_room(struct erm_conn *e, struct erm_area *pa, int nonblock)
 {
-	uint64_t room, start = 0;
+	uint64_t start = 0;
 
 	for (;;) {
+		if (e->ev_room)
+			return 0;
 		uint64_t cons = atomic_load_explicit(&pa->ev_cons, memory_order_acquire);
-		if (erm_evq_room(e->ev_prod, cons, &room) < 0)
+		if (erm_evq_room(e->ev_prod, cons, &e->ev_room) < 0)
 			return EPROTO;
-		if (room)
+		if (e->ev_room)
 			return 0;
 		if (nonblock)
 			return EAGAIN;
@@ -113,7 +116,8 @@ static void post_event(struct erm_conn *e, struct erm_area *pa, const struct smc
 	atomic_store_explicit(&ev->offset, peer->off, memory_order_relaxed);
 	atomic_store_explicit(&ev->len, c->len, memory_order_relaxed);
 	atomic_store_explicit(&ev->tag, c->tag, memory_order_relaxed);
-	atomic_store_explicit(&pa->ev_prod, ++e->ev_prod, memory_order_release);
+	atomic_store_explicit(&ev->seq, ++e->ev_prod, memory_order_release);
+	e->ev_room--;
 }
 
 /* Runs one command; returns its status. *events counts the events it posted. */
@@ -222,8 +226,9 @@ int erm_exec(struct usock *s, int fd, const struct smc_erm_cmd_copy *cmd, int n,
 		conn_ext_wake_local(s);
 	if (!r) {
 		stat_add(STAT_ERM_COMMANDS, (uint64_t)n - failed);
-		stat_add(STAT_ERM_FAILED, failed);
 		stat_add(STAT_ERM_BYTES, bytes);
+		if (failed)
+			stat_add(STAT_ERM_FAILED, failed);
 	}
 	return r;
 }

@@ -9,9 +9,9 @@
  * completion only after checking it against our registrations: the peer says
  * which region (memid and generation), where and how much; the address comes
  * from our own table. An event naming a region deregistered since carries
- * ESTALE and no address; one no honest peer writes, EPROTO. A peer that breaks
- * its cursor breaks ERM on the connection: every later take fails with EPROTO
- * and its events count no more.
+ * ESTALE and no address; one no honest peer writes, EPROTO. An event is there
+ * once its entry's sequence number is the reader's cursor plus one: nothing a
+ * peer writes can make the reader take more than the ring, or skip.
  *
  * Readers: recvmsg(MSG_ERRQUEUE) (erm_recv_errqueue()) and usmc_erm_poll(),
  * which reads both rings without a system call. poll() and epoll report
@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../core/sys.h"
 
 uint32_t erm_cq_room(struct erm_conn *e)
 {
@@ -47,9 +46,10 @@ int erm_cq_pending(struct erm_conn *e)
 	if (atomic_load_explicit(&e->local_prod, memory_order_acquire) !=
 	    atomic_load_explicit(&e->local_cons, memory_order_relaxed))
 		return 1;
-	return a && !atomic_load_explicit(&e->broken, memory_order_relaxed) &&
-	       atomic_load_explicit(&a->ev_prod, memory_order_acquire) !=
-		       atomic_load_explicit(&a->ev_cons, memory_order_relaxed);
+	if (!a)
+		return 0;
+	uint64_t cons = atomic_load_explicit(&a->ev_cons, memory_order_relaxed);
+	return erm_event_ready(&a->ev[cons % ERM_EVQ], cons);
 }
 
 /* The completion an event of the peer's stands for, on our region as it is
@@ -77,22 +77,17 @@ static void from_event(const struct erm_conn *e, const struct erm_rev *v,
 static int take_events(struct erm_conn *e, struct smc_rmem_compl_event *out, int max)
 {
 	struct erm_area *a = atomic_load_explicit(&e->area, memory_order_acquire);
-	uint64_t cons, avail;
 	int n = 0;
 
-	if (!a || atomic_load_explicit(&e->broken, memory_order_relaxed))
+	if (!a)
 		return 0;
-	cons = atomic_load_explicit(&a->ev_cons, memory_order_relaxed);
-	if (erm_evq_avail(cons, atomic_load_explicit(&a->ev_prod, memory_order_acquire), &avail) < 0) {
-		atomic_store(&e->broken, 1);
-		return -1;
-	}
-	if (!avail)
+	uint64_t cons = atomic_load_explicit(&a->ev_cons, memory_order_relaxed);
+	if (!erm_event_ready(&a->ev[cons % ERM_EVQ], cons))
 		return 0;
 	pthread_mutex_lock(&e->lock);
 	/* News from the peer: it is there, no need to look at its channel. */
-	e->probed_ns = sys_now_ns();
-	for (; n < max && avail; n++, avail--, cons++) {
+	e->probed_ns = erm_coarse_ns();
+	for (; n < max && erm_event_ready(&a->ev[cons % ERM_EVQ], cons); n++, cons++) {
 		struct erm_rev v;
 		if (erm_event_read(&a->ev[cons % ERM_EVQ], &v) < 0)
 			out[n] = (struct smc_rmem_compl_event){
@@ -103,7 +98,6 @@ static int take_events(struct erm_conn *e, struct smc_rmem_compl_event *out, int
 	}
 	pthread_mutex_unlock(&e->lock);
 	atomic_store_explicit(&a->ev_cons, cons, memory_order_release);
-	atomic_fetch_add_explicit(&e->taken, (uint64_t)n, memory_order_relaxed);
 	return n;
 }
 
@@ -117,13 +111,10 @@ int erm_cq_take(struct erm_conn *e, struct smc_rmem_compl_event *out, int max)
 	for (; n < max && cons != prod; n++, cons++)
 		out[n] = e->local[cons % ERM_LOCAL_CQ];
 	atomic_store_explicit(&e->local_cons, cons, memory_order_release);
-	int r = n < max ? take_events(e, out + n, max - n) : 0;
+	if (n < max)
+		n += take_events(e, out + n, max - n);
 	pthread_mutex_unlock(&e->cq_lock);
-	if (r < 0 && !n) {
-		errno = EPROTO;
-		return -1;
-	}
-	return n + (r > 0 ? r : 0);
+	return n;
 }
 
 /* Completions one recvmsg() takes at most. */
@@ -136,10 +127,6 @@ ssize_t erm_recv_errqueue(struct usock *s, struct msghdr *m)
 	size_t room = m->msg_control ? m->msg_controllen / CMSG_SPACE(sizeof(ev[0])) : 0;
 
 	if (!e || !erm_cq_pending(e)) {
-		if (e && atomic_load(&e->broken)) {
-			errno = EPROTO;
-			return -1;
-		}
 		errno = EAGAIN;
 		return -1;
 	}
@@ -151,9 +138,8 @@ ssize_t erm_recv_errqueue(struct usock *s, struct msghdr *m)
 		return 0;
 	}
 	int n = erm_cq_take(e, ev, room < ERRQUEUE_BATCH ? (int)room : ERRQUEUE_BATCH);
-	if (n <= 0) {
-		if (!n)
-			errno = EAGAIN;
+	if (!n) {
+		errno = EAGAIN;
 		return -1;
 	}
 	memset(m->msg_control, 0, (size_t)n * CMSG_SPACE(sizeof(ev[0])));

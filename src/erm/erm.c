@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "../core/lgr.h"
 #include "../core/sys.h"
@@ -70,7 +71,7 @@ struct erm_conn *erm_get(struct usock *s, int fd)
 	e->conn_id = s->conn_id;
 	e->lgr = s->seg.lgr;
 	e->next_fd_index = 1;
-	e->probed_ns = sys_now_ns();
+	e->probed_ns = erm_coarse_ns();
 	void *none = NULL;
 	if (!atomic_compare_exchange_strong(&s->ext, &none, e)) {
 		/* Another thread made it first. */
@@ -80,9 +81,17 @@ struct erm_conn *erm_get(struct usock *s, int fd)
 	return e;
 }
 
+uint64_t erm_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int erm_peer_alive(struct erm_conn *e)
 {
-	uint64_t now = sys_now_ns(), probe = now - e->probed_ns > PROBE_NS;
+	uint64_t now = erm_coarse_ns(), probe = now - e->probed_ns > PROBE_NS;
 
 	if (probe)
 		e->probed_ns = now;
@@ -104,11 +113,15 @@ static short hook_revents(struct usock *s)
 static uint64_t hook_stamp(struct usock *s)
 {
 	struct erm_conn *e = state_of(s);
+	struct erm_area *a = atomic_load_explicit(&e->area, memory_order_acquire);
 	uint64_t v = atomic_load_explicit(&e->local_prod, memory_order_acquire);
 
-	/* The peer's cursor, as it moves: untrusted, but only compared. */
-	if (e->area)
-		v += atomic_load_explicit(&e->area->ev_prod, memory_order_acquire);
+	/* The sequence number at our cursor in the peer's events changes when
+	 * the next one comes: untrusted, but only compared. */
+	if (a) {
+		uint64_t cons = atomic_load_explicit(&a->ev_cons, memory_order_relaxed);
+		v += cons + atomic_load_explicit(&a->ev[cons % ERM_EVQ].seq, memory_order_acquire);
+	}
 	return v;
 }
 

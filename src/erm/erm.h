@@ -79,7 +79,6 @@ struct erm_conn {
 	uint64_t conn_id;
 	struct lgr *lgr;
 	_Atomic int dead;         /* torn down: no more commands or registrations */
-	_Atomic int broken;       /* the peer broke its event cursor: ERM fails with EPROTO */
 	/* Ours. */
 	struct erm_area *_Atomic area; /* mapped shared, NULL until made */
 	struct erm_mr *mrs;       /* indexed by memid */
@@ -92,13 +91,14 @@ struct erm_conn {
 	pid_t peer_pid;           /* its process, vouched for by our channel; 0: none */
 	struct erm_pmap *pmaps;   /* indexed by fd_index */
 	uint64_t ev_prod;         /* our cursor in its event ring */
+	/* Room there as of our last look at its consumer's cursor, less what we
+	 * posted since: the cursor's line is read only when this runs out. */
+	uint64_t ev_room;
 	/* When we last looked whether it is still there, or heard from it. */
 	uint64_t probed_ns;
 	/* Completions of our commands. */
 	struct smc_rmem_compl_event *local;
 	_Atomic uint64_t local_prod, local_cons;
-	/* Events the consumer took from our area, for stamps. */
-	_Atomic uint64_t taken;
 };
 
 /* The connection's state, made on first use; NULL with errno EOPNOTSUPP when
@@ -108,8 +108,11 @@ struct erm_conn *erm_get(struct usock *s, int fd);
 /* At start-up, before the library's own fork handlers: the hooks the core
  * calls (conn_ext_ops), and mem.c's. */
 void erm_init(void);
-/* Whether the peer still reads and writes: probes its channel now and then. */
+/* Whether the peer still reads and writes: probes its channel now and then.
+ * Called with e->lock held. */
 int erm_peer_alive(struct erm_conn *e);
+/* A clock for those looks, coarse (milliseconds) and cheap. */
+uint64_t erm_coarse_ns(void);
 
 /* ------------------------------------------------------------ area.c */
 
@@ -153,8 +156,7 @@ int erm_exec(struct usock *s, int fd, const struct smc_erm_cmd_copy *cmd, int n,
 void erm_cq_post(struct erm_conn *e, const struct smc_rmem_compl_event *ev);
 /* Room for this many completions of ours. */
 uint32_t erm_cq_room(struct erm_conn *e);
-/* Takes up to max completions; returns how many, or -1 after a broken event
- * ring (the connection is aborted). */
+/* Takes up to max completions; returns how many. */
 int erm_cq_take(struct erm_conn *e, struct smc_rmem_compl_event *out, int max);
 /* Completions waiting: ours or the peer's events. Lock-free. */
 int erm_cq_pending(struct erm_conn *e);

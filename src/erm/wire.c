@@ -45,14 +45,6 @@ int erm_event_read(const struct erm_event *e, struct erm_rev *out)
 	return 0;
 }
 
-int erm_evq_avail(uint64_t cons, uint64_t prod, uint64_t *n)
-{
-	if (prod < cons || prod - cons > ERM_EVQ)
-		return -1;
-	*n = prod - cons;
-	return 0;
-}
-
 int erm_evq_room(uint64_t prod, uint64_t cons, uint64_t *room)
 {
 	if (cons > prod || prod - cons > ERM_EVQ)

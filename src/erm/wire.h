@@ -3,11 +3,13 @@
  * Each side that uses ERM makes one area (a sealed memfd, sent on the link
  * group's channel as the connection's extension index 0) and the peer maps it:
  *
- *   page 0: struct erm_area: the owner's header and lines, then one line
- *           each written by the peer (the event producer's cursor, the
- *           command it has in flight on the owner's memory)
+ *   page 0: struct erm_area: the owner's header and lines, then a line
+ *           written by the peer (the command it has in flight on the owner's
+ *           memory)
  *   then:   ERM_EVQ events, written by the peer: its commands on the
- *           owner's memory that asked for a remote completion
+ *           owner's memory that asked for a remote completion, each one
+ *           cache line carrying its own sequence number, so that a reader
+ *           learns of an event and reads it in one transfer
  *   then:   ERM_MRS slots, written by the owner: its regions with a remote
  *           right, indexed by memid: the remote MR table the peer reads
  *
@@ -54,8 +56,10 @@ struct erm_slot {
 };
 
 /* An event in the owner's ring: the peer's command touched region memid (of
- * generation gen) at offset. */
+ * generation gen) at offset. seq, written last, is the producer's cursor past
+ * it: the entry at cursor c holds an event once seq is c + 1. */
 struct erm_event {
+	_Atomic uint64_t seq;
 	_Atomic uint32_t type; /* SMC_ERM_CMD_COPY or SMC_ERM_CMD_READ */
 	_Atomic uint32_t memid;
 	_Atomic uint32_t gen;
@@ -63,7 +67,7 @@ struct erm_event {
 	_Atomic uint64_t offset;
 	_Atomic uint64_t len;
 	_Atomic uint64_t tag;
-	uint64_t pad[3];
+	uint64_t pad[2];
 };
 
 struct erm_area {
@@ -77,7 +81,6 @@ struct erm_area {
 	 * listings). */
 	_Atomic uint32_t mrs_used;
 	_Alignas(ERM_LINE) _Atomic uint64_t ev_cons; /* the owner, consuming */
-	_Alignas(ERM_LINE) _Atomic uint64_t ev_prod; /* the peer, producing */
 	/* The peer: the command it runs on the owner's memory, as
 	 * erm_inflight(memid, gen), 0 for none. */
 	_Alignas(ERM_LINE) _Atomic uint64_t inflight;
@@ -126,12 +129,15 @@ int erm_area_check(const struct erm_area *a);
  * filled, -1 for a slot no honest peer writes (unknown kind or rights, a
  * region past its bounds). */
 int erm_slot_read(const struct erm_slot *s, struct erm_rslot *out);
-/* Reads event e of our ring: 0, or -1 for one no honest peer writes. Whether
- * it lies within the region it names is the reader's to check. */
+/* Whether entry e holds the event at our cursor cons (acquire: its fields are
+ * then there to read). */
+static inline int erm_event_ready(const struct erm_event *e, uint64_t cons)
+{
+	return atomic_load_explicit(&e->seq, memory_order_acquire) == cons + 1;
+}
+/* Reads event e of our ring (once ready): 0, or -1 for one no honest peer
+ * writes. Whether it lies within the region it names is the reader's to check. */
 int erm_event_read(const struct erm_event *e, struct erm_rev *out);
-/* The events between our cursor cons and the peer's prod: 0 with *n, or -1
- * when prod lies behind cons or more than a ring ahead. */
-int erm_evq_avail(uint64_t cons, uint64_t prod, uint64_t *n);
 /* Our room in the peer's ring, we producing at prod and it consuming at cons:
  * 0 with *room, or -1 when cons lies ahead of prod or a ring behind. */
 int erm_evq_room(uint64_t prod, uint64_t cons, uint64_t *room);

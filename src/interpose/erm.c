@@ -201,7 +201,11 @@ int usmc_erm_read(int fd, int src_idx, uint64_t src_offset, int dst_idx, uint64_
 struct usmc_erm_cq {
 	struct usock *s;
 	struct erm_conn *e;
+	unsigned idle; /* polls that found nothing */
 };
+
+/* Polls that find nothing between looks at whether the connection ended. */
+#define IDLE_LOOK 256
 
 struct usmc_erm_cq *usmc_erm_cq_open(int fd)
 {
@@ -216,7 +220,7 @@ struct usmc_erm_cq *usmc_erm_cq_open(int fd)
 			usock_put(s);
 		return NULL;
 	}
-	*cq = (struct usmc_erm_cq){s, e};
+	*cq = (struct usmc_erm_cq){s, e, 0};
 	return cq;
 }
 
@@ -230,15 +234,18 @@ int usmc_erm_poll(struct usmc_erm_cq *cq, struct smc_rmem_compl_event *ev, int m
 	}
 	if (erm_cq_pending(e))
 		return erm_cq_take(e, ev, max);
-	if (atomic_load_explicit(&e->broken, memory_order_relaxed)) {
-		errno = EPROTO;
-		return -1;
+	/* Nothing there: has the connection ended? Closed here, that is one load;
+	 * whether the peer is still there is looked at now and then only: a busy
+	 * poller spins here. (Not dead, under the lock, its shared memory is still
+	 * there to look at.) */
+	int ended = atomic_load_explicit(&e->dead, memory_order_acquire);
+	if (!ended && ++cq->idle % IDLE_LOOK)
+		return 0;
+	if (!ended) {
+		pthread_mutex_lock(&e->lock);
+		ended = atomic_load(&e->dead) || !erm_peer_alive(e);
+		pthread_mutex_unlock(&e->lock);
 	}
-	/* Nothing there: has the connection ended? (Not dead, under the lock,
-	 * its shared memory is still there to look at.) */
-	pthread_mutex_lock(&e->lock);
-	int ended = atomic_load(&e->dead) || !erm_peer_alive(e);
-	pthread_mutex_unlock(&e->lock);
 	if (!ended)
 		return 0;
 	/* What came before the end. */

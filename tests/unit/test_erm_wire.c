@@ -98,13 +98,17 @@ static void test_events(void)
 
 static void test_cursors(void)
 {
+	struct erm_event e;
 	uint64_t n;
 
-	CHECK(erm_evq_avail(10, 10, &n) == 0 && n == 0);
-	CHECK(erm_evq_avail(10, 10 + ERM_EVQ, &n) == 0 && n == ERM_EVQ);
-	CHECK(erm_evq_avail(10, 11 + ERM_EVQ, &n) < 0);
-	CHECK(erm_evq_avail(10, 9, &n) < 0);
-	CHECK(erm_evq_avail(UINT64_MAX - 1, UINT64_MAX, &n) == 0 && n == 1);
+	/* an entry holds the event at cursor c once its sequence number is c + 1 */
+	memset(&e, 0, sizeof(e));
+	CHECK(!erm_event_ready(&e, 0));
+	atomic_store(&e.seq, 1);
+	CHECK(erm_event_ready(&e, 0) && !erm_event_ready(&e, 1));
+	atomic_store(&e.seq, 11 + ERM_EVQ);
+	CHECK(erm_event_ready(&e, 10 + ERM_EVQ) && !erm_event_ready(&e, 10));
+	/* the producer's room, from the consumer's cursor */
 	CHECK(erm_evq_room(10, 10, &n) == 0 && n == ERM_EVQ);
 	CHECK(erm_evq_room(10 + ERM_EVQ, 10, &n) == 0 && n == 0);
 	CHECK(erm_evq_room(11 + ERM_EVQ, 10, &n) < 0);

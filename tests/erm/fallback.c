@@ -1,7 +1,7 @@
 /* erm-expect: fallback */
 /* A connection that stays plain TCP (its server does not run usmc), a socket not connected
  * yet, and a listener: every ERM call fails with EOPNOTSUPP, never silently, and the stream
- * itself works as TCP's. */
+ * itself works as TCP's. Without usmc, the kernel's TCP has no level SOL_SMC: ENOPROTOOPT. */
 #include "common.h"
 
 #include <arpa/inet.h>
@@ -70,5 +70,11 @@ int main(void)
     CHECK_OK(listen(lst, 1));
     check_refused(lst, buf);
     close(lst);
+
+    /* what a program without usmc gets: the kernel's own answer */
+    int raw = (int)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+    struct smc_erm_cmd_reg_mr r = {.type = SMC_ERM_CMD_REG_MR, .addr = buf, .len = 4096};
+    CHECK_ERR(syscall(SYS_setsockopt, raw, SOL_SMC, SMC_ERM_CMD, &r, sizeof r), ENOPROTOOPT);
+    close(raw);
     return 0;
 }

@@ -132,7 +132,11 @@ void erm_area_close_peer(struct erm_conn *e);
 
 /* ------------------------------------------------------------ mr.c */
 
+/* Registers [addr, addr + len) with access (SMC_ACCESS_*): its memid, or
+ * -errno (EINVAL, EFAULT, EPERM, ENOSPC, EOPNOTSUPP). */
 int erm_reg(struct usock *s, int fd, void *addr, uint64_t len, uint32_t access);
+/* 0, or -errno: EINVAL for a memid not registered, EBUSY when the peer's
+ * command on it stays in flight (the region is revoked all the same). */
 int erm_dereg(struct usock *s, int fd, int memid);
 /* The peer's regions into out (at most max); returns how many it has, or
  * -errno. */

@@ -13,6 +13,7 @@
 #include "../core/conn.h"
 #include "../core/stats.h"
 #include "../core/sys.h"
+#include "../erm/erm.h"
 #include "erm.h"
 #include "fdpass.h"
 #include "fdtab.h"
@@ -161,7 +162,7 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	}
 	/* The error queue: ERM's completions, else the kernel's own. */
 	if (flags & MSG_ERRQUEUE) {
-		ssize_t r = erm_recvmsg(s, m);
+		ssize_t r = erm_recv_errqueue(s, m);
 		return done(s, r < 0 && errno == EAGAIN ? real.recvmsg(fd, m, flags) : r);
 	}
 	int mf = 0;

@@ -152,11 +152,6 @@ ssize_t erm_sendmsg(struct usock *s, int fd, const struct msghdr *m, int flags)
 	return r;
 }
 
-ssize_t erm_recvmsg(struct usock *s, struct msghdr *m)
-{
-	return erm_recv_errqueue(s, m);
-}
-
 /* ------------------------------------------------------------ helpers */
 
 int usmc_erm_reg_mr(int fd, void *addr, size_t len, unsigned access_flags)

@@ -1,6 +1,7 @@
 /* SMC-ERM's ways in from the socket calls (erm.c): level SOL_SMC of
- * setsockopt() and getsockopt(), sendmsg()'s SOL_SMC control messages and
- * recvmsg(MSG_ERRQUEUE). The C helpers of <usmc/erm.h> live there too. */
+ * setsockopt() and getsockopt(), and sendmsg()'s SOL_SMC control messages
+ * (recvmsg(MSG_ERRQUEUE) is erm_recv_errqueue()). The C helpers of
+ * <usmc/erm.h> live there too. */
 #ifndef USMC_INTERPOSE_ERM_H
 #define USMC_INTERPOSE_ERM_H
 
@@ -19,8 +20,5 @@ ssize_t erm_sendmsg(struct usock *s, int fd, const struct msghdr *m, int flags);
  * the socket calls do (EOPNOTSUPP, or what the kernel says of a descriptor
  * that is no socket). */
 ssize_t erm_refuse(int fd);
-/* recvmsg(MSG_ERRQUEUE) on an accelerated socket: ERM's completions, else
- * -1 with EAGAIN (the kernel's error queue may hold something of its own). */
-ssize_t erm_recvmsg(struct usock *s, struct msghdr *m);
 
 #endif

@@ -3,7 +3,7 @@
 # make SAN=tsan   -> the same under build-tsan/, with ThreadSanitizer
 # make test       -> every test suite (see tests/run-all.sh)
 # make install    -> PREFIX (/usr/local) under DESTDIR: bin/usmc, bin/usmc-nvme, lib/libusmc.so,
-#                    include/usmc/{usmc,ddp}.h, lib/pkgconfig/usmc.pc, share/man/man{1,7}
+#                    include/usmc/{usmc,ddp,erm}.h, lib/pkgconfig/usmc.pc, share/man/man{1,3,7}
 # usmc-nvme (usmc nvme) links with the library, and with ISA-L (libisal-dev) for CRC32C when
 # its header is there; without it, the library's own CRC32C serves.
 # Path lengths are checked where they matter, so -Wformat-truncation is noise here.
@@ -29,7 +29,7 @@ endif
 CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
 
 CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c) $(wildcard src/util/*.c)
-LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
+LIBSRC := $(CORE) $(wildcard src/erm/*.c) $(wildcard src/interpose/*.c)
 TOOLSRC := $(filter-out src/tools/nvme%,$(wildcard src/tools/*.c)) \
 	$(addprefix src/core/,addr.c config.c decline.c policy.c procfile.c regentry.c stats.c sys.c)
 NVMESRC := $(wildcard src/tools/nvme*.c) $(wildcard src/nvme/*.c) src/util/crc32c.c
@@ -78,13 +78,14 @@ MANDIR := $(DESTDIR)$(PREFIX)/share/man
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/usmc \
-		$(MANDIR)/man1 $(MANDIR)/man7
+		$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7
 	install -m 755 $(BUILD)/bin/usmc $(DESTDIR)$(PREFIX)/bin/usmc
 	install -m 755 $(BUILD)/bin/usmc-nvme $(DESTDIR)$(PREFIX)/bin/usmc-nvme
 	install -m 755 $(BUILD)/lib/libusmc.so $(DESTDIR)$(PREFIX)/lib/libusmc.so
-	install -m 644 include/usmc/usmc.h include/usmc/ddp.h $(DESTDIR)$(PREFIX)/include/usmc/
+	install -m 644 include/usmc/usmc.h include/usmc/ddp.h include/usmc/erm.h $(DESTDIR)$(PREFIX)/include/usmc/
 	sed 's|@PREFIX@|$(PREFIX)|' usmc.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/usmc.pc
 	install -m 644 $(wildcard man/*.1) $(MANDIR)/man1
+	install -m 644 $(wildcard man/*.3) $(MANDIR)/man3
 	install -m 644 $(wildcard man/*.7) $(MANDIR)/man7
 
 clean:

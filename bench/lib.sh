@@ -9,12 +9,16 @@
 #   wl_server MODE      start the server for MODE with `serve` (nothing to do: return 0)
 #   wl_client MODE CASE run one repetition with `client` and print one number, the figure,
 #                       then optionally lines worth keeping beside it (the results list the
-#                       last repetition's under the table)
+#                       last repetition's under the table); or `-` when MODE has nothing to
+#                       measure in CASE (no row, no figure)
 #   wl_label CASE       optional: the case as the table shows it (default: the key)
+#   wl_lower CASE       optional, for a workload whose cases differ in which way is better:
+#                       succeeds when lower is better in CASE (the plot turns those over)
 # and may set
 #   WL_TARGETS          array of "CASE MODE OP BOUND [REFMODE [REFCASE]]": the median of MODE in
 #                       CASE divided by that of REFMODE (default tcp) in REFCASE (default CASE)
-#                       must be OP (<= or >=) BOUND; run.sh reports each as met or not
+#                       must be OP (<= or >=) BOUND; REFMODE abs holds the median itself to
+#                       BOUND, in the workload's unit; run.sh reports each as met or not
 # Servers listen on $PORT (TCP modes) or $SOCK (unix mode); $MODE_DIR is the mode's private
 # directory. Modes "bare" and "bare-sleep" have no server: their client is bare_ring, the limit
 # the others approach, spinning or sleeping. A mode that cannot start its server, or a repetition
@@ -53,7 +57,7 @@ better() {
 # WL_UNIT, WL_BETTER, WL_MODES, WL_CASES, WL_TARGETS, and WL_NEEDS, the programs it runs that
 # are not part of usmc, each as PROGRAM:DEBIAN-PACKAGE.
 load_workload() {
-    unset -f wl_server wl_client wl_label
+    unset -f wl_server wl_client wl_label wl_lower
     unset WL_TITLE WL_UNIT WL_BETTER WL_MODES WL_CASES WL_NEEDS
     WL_TARGETS=()
     WL_NAME=$1
@@ -80,6 +84,9 @@ mode_name() {
         fallback-server) echo "plain client, usmc server" ;;
         bare) echo "bare memfd ring" ;;
         bare-sleep) echo "bare memfd ring, sleeping" ;;
+        erm) echo "usmc ERM, shared memory" ;;
+        erm-vm) echo "usmc ERM, the application's memory" ;;
+        memcpy) echo "bare memcpy" ;;
         *) echo "$1" ;;
     esac
 }
@@ -93,7 +100,7 @@ _launcher() {
     is_bare "$mode" && cpu=$SERVER_CPU,$CLIENT_CPU
     _cmd=(taskset -c "$cpu")
     case $mode:$side in
-        usmc:* | fallback:client | fallback-server:server) _cmd+=("$USMC" run --rundir "$RD" --) ;;
+        usmc:* | erm:* | erm-vm:* | fallback:client | fallback-server:server) _cmd+=("$USMC" run --rundir "$RD" --) ;;
         usmc-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --rundir "$RD" --) ;;
         usmc-sleep:*) _cmd+=(env USMC_BUSY_POLL_US=0 "$USMC" run --rundir "$RD" --) ;;
     esac
@@ -225,7 +232,7 @@ measure() {
     wl_client "$1" "$2" >"$WORK/figure" 2>"$WORK/figure.err"
     FIGURE=$(head -n 1 "$WORK/figure")
     NOTES=$(tail -n +2 "$WORK/figure")
-    is_number "$FIGURE" || FIGURE=FAILED
+    [ "$FIGURE" = - ] || is_number "$FIGURE" || FIGURE=FAILED
 }
 
 # failure_detail: the last words of the client that measure found failing, indented
@@ -255,7 +262,7 @@ bench_begin() {
 build_programs() {
     local prog srcs flags
     mkdir -p "$BIN"
-    for prog in msgrate connrate idle stream bare_ring crc; do
+    for prog in msgrate connrate idle stream bare_ring crc erm; do
         srcs=("$BENCH_DIR/$prog.c") flags=()
         case $prog in
             bare_ring) ;;
@@ -264,9 +271,10 @@ build_programs() {
                 printf '#include <isa-l/crc.h>\n' | ${CC:-cc} -E -x c - >/dev/null 2>&1 &&
                     flags=(-DUSMC_ISAL -lisal)
                 ;;
+            erm) srcs+=("$BENCH_DIR/endpoint.c") flags=(-I"$ROOT/include" -ldl) ;;
             *) srcs+=("$BENCH_DIR/endpoint.c") ;;
         esac
-        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h "$ROOT/src/core/streamcopy.h" "$ROOT/src/util/crc32c.h" -newer "$BIN/$prog")" ]; then
+        if [ ! -x "$BIN/$prog" ] || [ -n "$(find "${srcs[@]}" "$BENCH_DIR"/*.h "$ROOT/src/core/streamcopy.h" "$ROOT/src/util/crc32c.h" "$ROOT/include/usmc/erm.h" -newer "$BIN/$prog")" ]; then
             ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Werror -pthread -o "$BIN/$prog" \
                 "${srcs[@]}" "${flags[@]}" || return 1
         fi

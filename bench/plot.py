@@ -26,6 +26,9 @@ MODES = {
     "fallback-server": ("plain client, usmc server", "#8c564b"),
     "bare": ("bare memfd ring", "#2ca02c"),
     "bare-sleep": ("bare memfd ring, sleeping", "#98df8a"),
+    "erm": ("usmc ERM, shared memory", "#ff7f0e"),
+    "erm-vm": ("usmc ERM, the application's memory", "#ffbb78"),
+    "memcpy": ("bare memcpy", "#e377c2"),
 }
 
 
@@ -43,19 +46,22 @@ def load(path):
                 name, title, unit, better = fields
                 workloads[name] = (title, better)
             elif kind == "C":
-                cases[fields[0]].append((fields[1], fields[2]))
+                # a fourth field, lower or higher, overrides the workload's direction
+                lower = fields[3] == "lower" if len(fields) > 3 else None
+                cases[fields[0]].append((fields[1], fields[2], lower))
             elif kind == "V" and fields[3] != "FAILED":
                 values[tuple(fields[:3])].append(float(fields[3]))
     return workloads, cases, values
 
 
-def speedups(name, case, workloads, values):
+def speedups(name, case, lower, workloads, values):
     """(mode, median, low, high) speed-ups of one case, against its TCP median"""
     tcp = values.get((name, case, "tcp"))
     if not tcp:
         return []
     base = statistics.median(tcp)
-    lower = workloads[name][1] == "lower"
+    if lower is None:
+        lower = workloads[name][1] == "lower"
     out = []
     for mode in MODES:
         runs = values.get((name, case, mode))
@@ -73,7 +79,8 @@ def main():
     workloads, cases, values = load(sys.argv[1])
     panels = []
     for name, (title, _) in workloads.items():
-        groups = [(label, speedups(name, case, workloads, values)) for case, label in cases[name]]
+        groups = [(label, speedups(name, case, lower, workloads, values))
+                  for case, label, lower in cases[name]]
         groups = [g for g in groups if g[1]]
         if groups:
             panels.append((name, title, groups))
@@ -82,7 +89,8 @@ def main():
 
     cols = min(3, len(panels))
     rows = (len(panels) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
+    # one panel alone is as wide as two: the title and the legend span it
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * max(cols, 2), 4.2 * rows), squeeze=False)
     seen = {}
     for ax, (name, title, groups) in zip(axes.flat, panels):
         modes = [m for m in MODES if any(m == s[0] for _, g in groups for s in g)]
@@ -109,11 +117,14 @@ def main():
             ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: times(v)))
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
+    ncol = min(len(seen), 3 * cols)
     fig.legend([seen[m] for m in MODES if m in seen], [MODES[m][0] for m in MODES if m in seen],
-               loc="lower center", ncol=len(seen), fontsize=9)
+               loc="lower center", ncol=ncol, fontsize=9)
+    # a legend row takes about a quarter of an inch
+    legend = 0.25 * -(-len(seen) // ncol) / (4.2 * rows)
     fig.suptitle("usmc benchmark: speed-up over plain TCP loopback (higher is better; "
                  "bars: median, whiskers: range of runs)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.tight_layout(rect=(0, legend + 0.01, 1, 0.96))
     fig.savefig(sys.argv[2], dpi=110, format="png")
 
 

@@ -14,7 +14,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate stream redis nginx nginx_prefork fastcgi fallback connrate idle iperf3 bare_ring nvme crc)
+ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate stream redis nginx nginx_prefork fastcgi fallback connrate idle iperf3 bare_ring nvme crc erm)
 
 usage() {
     say "usage: bench/run.sh [--quick] [--reps N] [workload...] | bench/run.sh --list"
@@ -164,6 +164,7 @@ table() {
         tcp=$(median "$name" "$case" tcp)
         for mode in $WL_MODES; do
             read -r median min max ok total < <(values "$name" "$case" "$mode" | summarize)
+            [ "$total" -gt 0 ] || continue # nothing to measure in this case
             if [ "$median" = FAILED ]; then
                 printf '| %s | %s | FAILED | | | %s/%s |\n' "$(wl_label "$case")" "$(mode_name "$mode")" "$ok" "$total"
                 continue
@@ -213,8 +214,10 @@ ceiling() {
     echo "|---|---|---:|---:|"
     for case in "${WL_CASES[@]}"; do
         bare=$(median "$name" "$case" bare)
+        is_number "$bare" || continue # no bare figure in this case
         for mode in $WL_MODES; do
             [ "$mode" != bare ] || continue
+            [ -n "$(values "$name" "$case" "$mode")" ] || continue # nothing measured
             median=$(median "$name" "$case" "$mode")
             printf '| %s | %s | %s | %s |\n' "$(wl_label "$case")" "$(mode_name "$mode")" \
                 "$(fmt "$median")" "$(ratio "$median" "$bare")"
@@ -236,7 +239,11 @@ run_workload() {
     say "== $name: $WL_TITLE ($WL_UNIT; $(better))"
     record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER"
     for case in "${WL_CASES[@]}"; do
-        record C "$name" "$case" "$(wl_label "$case")"
+        if declare -F wl_lower >/dev/null; then
+            record C "$name" "$case" "$(wl_label "$case")" "$(wl_lower "$case" && echo lower || echo higher)"
+        else
+            record C "$name" "$case" "$(wl_label "$case")"
+        fi
     done
     start_servers $WL_MODES
     for case in "${WL_CASES[@]}"; do
@@ -248,6 +255,7 @@ run_workload() {
             [ $((rep % 2)) -eq 1 ] || modes=$(printf '%s\n' $WL_MODES | tac | tr '\n' ' ')
             for mode in $modes; do
                 measure "$mode" "$case"
+                [ "$FIGURE" != - ] || continue
                 record V "$name" "$case" "$mode" "$FIGURE"
                 [ -z "$NOTES" ] || while IFS= read -r line; do
                     record N "$name" "$case" "$mode" "$line"
@@ -259,7 +267,7 @@ run_workload() {
     done
     stop_servers
     for mode in $WL_MODES; do
-        case $mode in usmc | usmc-bp | usmc-sleep | fallback | fallback-server) ;; *) continue ;; esac
+        case $mode in usmc | usmc-bp | usmc-sleep | erm | erm-vm | fallback | fallback-server) ;; *) continue ;; esac
         use_mode "$mode"
         [ -x "$USMC" ] || continue
         record S "$name" "$mode" "$(usmc_counter "$RD" conn_accelerated)" "$(usmc_counter "$RD" conn_fallback)"
@@ -297,12 +305,13 @@ meets() { awk -v r="$1" -v op="$2" -v b="$3" 'BEGIN { exit !(op == "<=" ? r <= b
 # for a target on the sleeping mode the same ratio for the bare ring sleeping: what no
 # transport that sleeps can beat on this machine.
 targets() {
-    local name t case mode op bound ref refcase r met floor floors=
+    local name t case mode op bound ref refcase r met floor floors= what unit range
     echo "## Targets"
     echo
-    echo "Each target is a ratio of medians from this run (see the workloads' WL_TARGETS). Beside it,"
-    echo "the same ratio repetition by repetition, lowest and highest: a bound inside that range is"
-    echo "one this machine's noise cannot tell apart from the figure."
+    echo "Each target is a ratio of medians from this run (see the workloads' WL_TARGETS), or a median"
+    echo "itself in the workload's unit. Beside it, the same ratio repetition by repetition (or the"
+    echo "figure's range), lowest and highest: a bound inside that range is one this machine's noise"
+    echo "cannot tell apart from the figure."
     echo
     echo "| workload | case | ratio | target | measured | by repetition | met |"
     echo "|---|---|---|---:|---:|---:|---|"
@@ -311,7 +320,17 @@ targets() {
         for t in "${WL_TARGETS[@]}"; do
             read -r case mode op bound ref refcase <<<"$t"
             ref=${ref:-tcp} refcase=${refcase:-$case}
-            r=$(median_ratio "$name" "$case" "$mode" "$refcase" "$ref")
+            if [ "$ref" = abs ]; then
+                local lo hi
+                read -r r lo hi _ <<<"$(values "$name" "$case" "$mode" | summarize)"
+                is_number "$r" || r=
+                what="$(mode_name "$mode"), median" unit="" range="$(fmt "$lo") – $(fmt "$hi")"
+            else
+                r=$(median_ratio "$name" "$case" "$mode" "$refcase" "$ref")
+                what="$(mode_name "$mode") / $(mode_name "$ref")$([ "$refcase" = "$case" ] ||
+                    echo " ($(wl_label "$refcase"))")" unit=" ×"
+                range=$(paired_range "$name" "$case" "$mode" "$refcase" "$ref")
+            fi
             if [ -z "$r" ]; then
                 met="no figure"
             elif meets "$r" "$op" "$bound"; then
@@ -324,11 +343,9 @@ targets() {
                 [ -z "$floor" ] || floors+="- $name, $(wl_label "$case"): $(mode_name bare-sleep) / $(mode_name "$ref") = $floor ×: the target is $(
                     meets "$floor" "$op" "$bound" && echo within || echo out of) reach of a transport that sleeps, on this machine"$'\n'
             fi
-            printf '| %s | %s | %s / %s%s | %s %s × | %s | %s | %s |\n' "$name" "$(wl_label "$case")" \
-                "$(mode_name "$mode")" "$(mode_name "$ref")" \
-                "$([ "$refcase" = "$case" ] || echo " ($(wl_label "$refcase"))")" \
-                "$([ "$op" = "<=" ] && echo ≤ || echo ≥)" "$bound" \
-                "${r:-—}${r:+ ×}" "$(paired_range "$name" "$case" "$mode" "$refcase" "$ref")" "$met"
+            printf '| %s | %s | %s | %s %s%s | %s | %s | %s |\n' "$name" "$(wl_label "$case")" \
+                "$what" "$([ "$op" = "<=" ] && echo ≤ || echo ≥)" "$bound" "$unit" \
+                "${r:-—}${r:+$unit}" "$range" "$met"
         done
     done
     echo

@@ -34,25 +34,26 @@ run_suite() {
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 }
 
-for suite in unit conformance faults apps tools fuzz bench install policy nvme vm; do
+for suite in unit conformance erm faults apps tools fuzz bench install policy nvme vm; do
     if [ -e "tests/$suite/run.sh" ]; then
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi
 done
 # Again against the sanitizer builds (make SAN=asan, SAN=tsan) where they exist. Under ASan/UBSan,
 # every suite that runs the library (bench: its smoke run) but install, which packages the plain
-# build (policy and nvme cover the linked library). Under TSan, the conformance and fault programs
-# that run threads (the unit suite has its own TSan build); not nvme, whose program links the
-# library: TSan's start-up would call into the library's wrappers before it can take their calls.
+# build (policy and nvme cover the linked library). Under TSan, the conformance, ERM and fault
+# programs that run threads (the unit suite has its own TSan build); not nvme, whose program links
+# the library: TSan's start-up would call into the library's wrappers before it can take their
+# calls.
 if [ -d build-asan ]; then
-    for suite in conformance faults apps tools policy nvme bench; do
+    for suite in conformance erm faults apps tools policy nvme bench; do
         if [ -e "tests/$suite/run.sh" ]; then
             run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
         fi
     done
 fi
 if [ -d build-tsan ]; then
-    for suite in conformance faults; do
+    for suite in conformance erm faults; do
         run_suite "$suite-tsan" USMC_BUILD=build-tsan bash "tests/$suite/run.sh"
     done
 fi

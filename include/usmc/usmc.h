@@ -10,7 +10,10 @@
  * byte for byte, when it does not. Its other TCP sockets are left alone. Under
  * `usmc run`, which preloads the library, every TCP socket may be accelerated.
  * A policy (usmc run --policy, USMC_POLICY) can narrow or widen either: see
- * usmc(7). */
+ * usmc(7).
+ *
+ * Over such a connection, registered memory and one-sided copies (SMC-ERM):
+ * <usmc/erm.h>, included here, and usmc-erm(3). */
 #ifndef USMC_USMC_H
 #define USMC_USMC_H
 
@@ -21,6 +24,8 @@
 #endif
 
 #define USMC_VERSION_MAJOR 0
-#define USMC_VERSION_MINOR 1
+#define USMC_VERSION_MINOR 2
+
+#include "erm.h"
 
 #endif

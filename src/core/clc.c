@@ -49,6 +49,15 @@ void clc_handoff_init(struct clc_handoff *h, uint64_t seq, const struct clc_prop
 	}
 }
 
+void clc_ext_fd_init(struct clc_ext_fd *x, uint64_t conn_id, uint32_t index, uint64_t size)
+{
+	memset(x, 0, sizeof(*x));
+	hdr_init(&x->hdr, CLC_EXT_FD, sizeof(*x));
+	x->conn_id = conn_id;
+	x->index = index;
+	x->size = size;
+}
+
 int clc_proposal_nfds(uint32_t flags)
 {
 	return 1 + ((flags & CLC_F_BELL_KEPT) ? 0 : 1) + ((flags & CLC_F_NEW_ARENA) ? 1 : 0);
@@ -130,6 +139,7 @@ int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 	case CLC_DECLINE: want = sizeof(struct clc_decline); break;
 	case CLC_ASK: want = sizeof(struct clc_ask); break;
 	case CLC_HANDOFF: want = sizeof(struct clc_handoff); break;
+	case CLC_EXT_FD: want = sizeof(struct clc_ext_fd); break;
 	default: return CLC_ETYPE;
 	}
 	if (len < want)
@@ -143,6 +153,12 @@ int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 		return check_ask(&out->ask, nfds);
 	if (h.type == CLC_HANDOFF)
 		return check_handoff(&out->handoff, nfds);
+	if (h.type == CLC_EXT_FD) {
+		const struct clc_ext_fd *x = &out->ext_fd;
+		if (x->pad || !x->size || x->size > CLC_EXT_MAX || (x->size & 4095))
+			return CLC_EFIELD;
+		return nfds == 1 ? CLC_OK : CLC_EFDS;
+	}
 	if ((h.type == CLC_WITHDRAW && (out->withdraw.pad[0] || out->withdraw.pad[1])) ||
 	    (h.type == CLC_DECLINE && out->decline.pad))
 		return CLC_EFIELD;

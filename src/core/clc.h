@@ -19,6 +19,11 @@
  * where a copy travelling on could outlive the whole connection and leave its
  * teardown to a server.
  *
+ * An extension of the protocol (ERM) shares memory beyond the segment: each
+ * side sends the memfds the other is to map as EXT_FD, keyed by the
+ * connection's id and an index of the sender's; the receiver keeps them for
+ * that connection until it asks for them (lgr_ext_take()).
+ *
  * All messages are fixed-size little-endian structures with an eyecatcher, a
  * type and a length; the decoder accepts nothing else. */
 #ifndef USMC_CLC_H
@@ -36,6 +41,7 @@ enum clc_type {
 	CLC_DECLINE = 3,  /* server -> client: will not attach (reason given) */
 	CLC_ASK = 4,      /* acceptor -> sibling: the proposal for my connection? */
 	CLC_HANDOFF = 5,  /* sibling -> acceptor: here it is, or not here */
+	CLC_EXT_FD = 6,   /* either way: a memfd for the peer's end of a connection */
 };
 
 /* Fds that travel with a PROPOSAL, in this order; those a flag leaves out are
@@ -130,12 +136,23 @@ struct clc_handoff {
 	struct clc_proposal p;
 };
 
+/* One memfd travels with it: shared memory of the sender's that the receiver
+ * maps (its size, a whole number of pages, is sealed). */
+struct clc_ext_fd {
+	struct clc_hdr hdr;
+	uint32_t index;       /* the sender's numbering within the connection */
+	uint32_t pad;
+	uint64_t conn_id;
+	uint64_t size;
+};
+
 _Static_assert(sizeof(struct clc_hdr) == 8, "clc header layout");
 _Static_assert(sizeof(struct clc_proposal) == 64, "clc proposal layout");
 _Static_assert(sizeof(struct clc_withdraw) == 24, "clc withdraw layout");
 _Static_assert(sizeof(struct clc_decline) == 24, "clc decline layout");
 _Static_assert(sizeof(struct clc_ask) == 64, "clc ask layout");
 _Static_assert(sizeof(struct clc_handoff) == 88, "clc handoff layout");
+_Static_assert(sizeof(struct clc_ext_fd) == 32, "clc ext_fd layout");
 
 union clc_msg {
 	struct clc_hdr hdr;
@@ -144,6 +161,7 @@ union clc_msg {
 	struct clc_decline decline;
 	struct clc_ask ask;
 	struct clc_handoff handoff;
+	struct clc_ext_fd ext_fd;
 };
 
 /* Limits a proposal must respect; the decoder enforces them so no later code has
@@ -151,6 +169,7 @@ union clc_msg {
 #define CLC_RING_MIN 4096u
 #define CLC_RING_MAX (64u << 20)
 #define CLC_ARENA_MAX (1ull << 32)
+#define CLC_EXT_MAX (1ull << 40)
 
 enum clc_err {
 	CLC_OK = 0,
@@ -172,6 +191,7 @@ void clc_decline_init(struct clc_decline *d, uint64_t conn_id, uint32_t reason);
 void clc_ask_init(struct clc_ask *a, uint64_t seq);
 /* p NULL: not found. */
 void clc_handoff_init(struct clc_handoff *h, uint64_t seq, const struct clc_proposal *p);
+void clc_ext_fd_init(struct clc_ext_fd *x, uint64_t conn_id, uint32_t index, uint64_t size);
 /* Number of descriptors a valid proposal with these flags carries. */
 int clc_proposal_nfds(uint32_t flags);
 

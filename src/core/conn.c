@@ -10,6 +10,8 @@
 #include "segment.h"
 #include "stats.h"
 
+const struct conn_ext_ops *conn_ext;
+
 struct usock *usock_new(int family, int nonblock)
 {
 	struct usock *s = obj_alloc(OBJ_SOCK, sizeof(*s));
@@ -37,6 +39,8 @@ void usock_put(struct usock *s)
 	if (atomic_fetch_sub(&s->o.refs, 1) != 1)
 		return;
 	accept_forget(s);
+	if (ext_of(s))
+		conn_ext->release(s);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->rx_lock);
 	pthread_mutex_destroy(&s->tx_lock);
@@ -153,6 +157,11 @@ void shm_teardown(struct usock *s, int clean)
 {
 	int bell = s->bell;
 
+	ext_teardown(s);
+	/* What the peer sent on the channel for its extension goes too, used or
+	 * not. */
+	if (s->seg.hdr && s->seg.lgr && atomic_load(&s->seg.hdr->ext[!s->server]))
+		lgr_ext_drop(s->seg.lgr, s->conn_id);
 	/* A peer that closed says so in its line; one that was seen gone without
 	 * that was killed, and its process may have taken its link group along. */
 	if (s->seg.hdr && s->seg.lgr && s->rx.sh &&

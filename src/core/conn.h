@@ -29,6 +29,27 @@ struct epreg;
 
 struct epoll_early;
 
+/* An extension of the connection's protocol (ERM, src/erm): its state hangs
+ * off the socket (usock.ext, NULL until the extension is used), and the core
+ * reaches it only through this table, which the extension sets before it makes
+ * its first state. */
+struct conn_ext_ops {
+	/* Events of its own for poll and epoll (POLLERR: completions are
+	 * pending), read without locks. */
+	short (*revents)(struct usock *s);
+	/* A value that changes whenever revents() may have (conn_stamp()). */
+	uint64_t (*stamp)(struct usock *s);
+	/* The connection's shared memory is about to go, or its end to another
+	 * program (exec): the state lets go of what it shares with the peer and
+	 * stays, dead, until release(). Called again, it does nothing. */
+	void (*teardown)(struct usock *s);
+	/* The socket is freed: so is the state, which leaves s->ext NULL. */
+	void (*release)(struct usock *s);
+	/* In a forked child: the state is the parent's; the child forgets it. */
+	void (*forget)(struct usock *s);
+};
+extern const struct conn_ext_ops *conn_ext;
+
 /* A peer's FIN or hang-up that came without its close flag: not looked into yet;
  * its process died with bytes of ours unread, and we reset the connection as
  * TCP's RST would have; or a FIN like any other. */
@@ -124,6 +145,8 @@ struct usock {
 	/* In lgr->pending while its proposal is unresolved (pprev NULL outside):
 	 * a connection leaves it in O(1), however many others are connecting. */
 	struct usock *pending_next, **pending_pprev;
+	/* An extension's state (conn_ext_ops), set once under lock. */
+	void *_Atomic ext;
 };
 
 struct usock *usock_new(int family, int nonblock);
@@ -145,6 +168,8 @@ int conn_listen(struct usock *s, int fd, int backlog);
 void conn_listener_closed(struct usock *s, unsigned long ino);
 /* Before fork(): the child will hold every descriptor we hold. */
 void conn_atfork_prepare(struct usock *s, int fd);
+/* In the child after fork(). */
+void conn_atfork_child(struct usock *s);
 /* Before a second process may hold the connection (fork, exec, a descriptor
  * passed on) or its FIN leaves: a client whose attach is pending waits a moment
  * for it, else falls back. Whether the attach came and what went into the ring
@@ -233,12 +258,14 @@ int conn_unarm(struct usock *s, uint32_t gen);
 #define CONN_END_GONE 4u /* it vanished, or the connection was aborted */
 struct conn_stamp {
 	uint64_t rx_prod, tx_cons;
+	uint64_t ext;   /* conn_ext_ops.stamp() */
 	uint32_t ends;
 };
 void conn_stamp(struct usock *s, short events, struct conn_stamp *st);
 static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_stamp *b)
 {
-	return a->rx_prod == b->rx_prod && a->tx_cons == b->tx_cons && a->ends == b->ends;
+	return a->rx_prod == b->rx_prod && a->tx_cons == b->tx_cons && a->ext == b->ext &&
+	       a->ends == b->ends;
 }
 /* An event loop (poll, select, epoll) about to sleep spins first, as a blocking
  * call does, before it asks its peers to ring: look(arg, 0) looks at its
@@ -305,6 +332,27 @@ static inline int conn_tcp_news(struct usock *s)
 {
 	return atomic_load_explicit(&s->tcp_event, memory_order_relaxed);
 }
+
+/* What an extension (conn_ext_ops) may ask of its connection (conn_ext.c). */
+/* Waits for a client's pending attach to resolve (at most until its handshake
+ * deadline), and says whether the connection is attached: every byte through
+ * shared memory, this process its only holder, neither end handed to another
+ * process, and a channel of ours to the peer's process. */
+int conn_ext_usable(struct usock *s, int fd);
+/* The writer's hold: what is done under it is ordered after the bytes written
+ * before and before those written after, for the peer as for us. */
+void conn_ext_lock(struct usock *s);
+void conn_ext_unlock(struct usock *s);
+/* Under the writer's hold: wake the peer as new bytes would. */
+void conn_ext_notify(struct usock *s);
+/* Something new for this process's own waiters (completions of its commands):
+ * wake its epoll sets that watch the socket. A thread asleep in poll() on it
+ * hears of it at its next wake-up. */
+void conn_ext_wake_local(struct usock *s);
+/* The peer closed its socket, or its process ended (probe: look at its
+ * channel now, a system call), and nothing it holds of ours will be read or
+ * written by it any more. */
+int conn_ext_peer_ended(struct usock *s, int probe);
 
 /* The TCP socket's own poll state, without a system call while nothing happened
  * on it (it carries no data, so only FIN, RST and errors can change it). seen: the

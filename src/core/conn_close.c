@@ -140,7 +140,9 @@ int conn_close(struct usock *s, int fd)
 	if (s->hold) {
 		struct holders *h = s->hold;
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
-			/* Another process still holds this end: only our copies go. */
+			/* Another process still holds this end: only our copies go,
+			 * and with them the extension's state, which is ours. */
+			ext_teardown(s);
 			bell_close(&s->bell);
 			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;

@@ -38,6 +38,19 @@ static inline void op_unlock(struct usock *s, enum hold_dir d)
 	pthread_mutex_unlock(d == HOLD_TX ? &s->tx_lock : &s->rx_lock);
 }
 
+/* The socket's extension state (conn_ext_ops), or NULL. */
+static inline void *ext_of(struct usock *s)
+{
+	return atomic_load_explicit(&s->ext, memory_order_acquire);
+}
+
+/* The extension lets go of the connection's shared memory (conn_ext_ops). */
+static inline void ext_teardown(struct usock *s)
+{
+	if (ext_of(s))
+		conn_ext->teardown(s);
+}
+
 /* A direction view() left alone: another operation holds its lock. */
 #define VIEW_BUSY(d) (1u << (d))
 

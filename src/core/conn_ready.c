@@ -130,6 +130,8 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 	} else if (writable(s, &tx, n)) {
 		r |= POLLOUT | POLLWRNORM;
 	}
+	if (ext_of(s))
+		r |= conn_ext->revents(s);
 	return (short)(r & (events | POLLERR | POLLHUP | POLLNVAL));
 }
 
@@ -140,8 +142,12 @@ int conn_arm(struct usock *s, int fd, short events)
 	(void)fd;
 	if (!s->connected)
 		return 0;
-	/* Urgent data comes as bytes do, in the peer's ring. */
-	arm_bell(s, events & POLLPRI ? events | POLLIN : events);
+	/* Urgent data comes as bytes do, in the peer's ring; an extension's
+	 * events ring as bytes do too, whatever the caller waits for. */
+	arm_bell(s, events & POLLPRI || ext_of(s) ? events | POLLIN : events);
+	/* The extension's news, posted before the arm was seen, rang nobody. */
+	if (ext_of(s) && conn_ext->revents(s))
+		return 1;
 	unsigned busy = view(s, &tx, &rx, 0);
 	/* As for conn_revents(): busy counts as ready. */
 	if (((events & (POLLIN | POLLPRI)) && (busy & VIEW_BUSY(HOLD_RX))) ||
@@ -168,6 +174,8 @@ void conn_stamp(struct usock *s, short events, struct conn_stamp *st)
 		uint32_t f = atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire);
 		st->ends = (f & RING_PF_SHUT_WR ? CONN_END_FIN : 0) |
 			   (peer_sent_rst(s) ? CONN_END_RST : 0);
+		if (ext_of(s))
+			st->ext = conn_ext->stamp(s);
 	}
 	if (atomic_load(&s->peer_gone))
 		st->ends |= CONN_END_GONE;

@@ -28,6 +28,12 @@ void conn_atfork_prepare(struct usock *s, int fd)
 		conn_share(s);
 }
 
+void conn_atfork_child(struct usock *s)
+{
+	if (ext_of(s))
+		conn_ext->forget(s);
+}
+
 int conn_share(struct usock *s)
 {
 	/* Operations never sleep holding these, so this waits only for those in
@@ -67,6 +73,9 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 	if (!conn_attached(s) || !s->seg.hdr || atomic_load(&s->peer_gone) ||
 	    fstat(fd, &st) < 0)
 		return -1;
+	/* The next program starts without the extension's state: what the peer
+	 * was given of ours goes now. */
+	ext_teardown(s);
 	mark_handed(s);
 	op_lock(s, HOLD_TX);
 	op_lock(s, HOLD_RX);

@@ -165,44 +165,6 @@ void conn_set_owner(struct usock *s, int type, pid_t id)
 
 /* ------------------------------------------------------------ the sender */
 
-/* The peer process the link group's channel vouches for: the one that
- * connected it, or listened for it (SO_PEERCRED), as our pid namespace numbers
- * it (0 when it is out of sight). 0 without a channel of ours: a connection a
- * sibling handed over, one adopted after exec, one a forked child holds. */
-static pid_t channel_pid(struct usock *s)
-{
-	struct lgr *g = s->seg.lgr;
-	struct ucred cr;
-	socklen_t l = sizeof(cr);
-
-	if (!g || g->ctl < 0 || real.getsockopt(g->ctl, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
-		return 0;
-	return cr.pid;
-}
-
-/* p is from, or a descendant of it, as /proc/PID/stat's parent links tell
- * (which anyone may read): a prefork worker of the process that listens, a
- * forked child of the one that connected. */
-static int descends(pid_t p, pid_t from)
-{
-	char path[32], buf[512];
-
-	for (int depth = 0; from > 0 && depth < 64; depth++) {
-		if (p == from)
-			return 1;
-		if (p <= 1)
-			return 0;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
-		/* The fields follow the last ')': the command name may hold any. */
-		char *e = sys_read_file(path, buf, sizeof(buf)) > 0 ? strrchr(buf, ')') : NULL;
-		int parent;
-		if (!e || sscanf(e + 1, " %*c %d", &parent) != 1)
-			return 0;
-		p = parent;
-	}
-	return 0;
-}
-
 void urg_signal(struct usock *s)
 {
 	int32_t w = atomic_load_explicit(&s->tx.sh->cons_sigurg, memory_order_relaxed);
@@ -213,12 +175,12 @@ void urg_signal(struct usock *s)
 	 * pass its pid on to one the checks did not see. */
 	pid_t claim = w == RING_SIGURG_UNNAMED ? 0 : w > 0 ? w : -w;
 	int pfd = claim > 0 ? (int)syscall(SYS_pidfd_open, claim, 0) : -1;
-	pid_t from = pfd >= 0 ? channel_pid(s) : 0;
+	pid_t from = pfd >= 0 ? lgr_peer_pid(s->seg.lgr) : 0;
 	long r = -1;
 
 	int denied = 0;
 
-	if (from && descends(claim, from)) {
+	if (from && sys_descends(claim, from)) {
 		pid_t g = w > 0 ? 0 : getpgid(claim);
 		r = w > 0 ? syscall(SYS_pidfd_send_signal, pfd, SIGURG, NULL, 0)
 			  : g > 0 ? kill(-g, SIGURG) : -1;

@@ -52,6 +52,37 @@ static void seg_list_free(struct seg_ref *r)
 	}
 }
 
+/* At most this many memfds wait for their connections per link group: a peer
+ * that sends more (for connections that never ask) cannot fill our table of
+ * descriptors. */
+#define EXT_IN_MAX 1024
+
+static void ext_list_free(struct lgr_ext_fd *x)
+{
+	while (x) {
+		struct lgr_ext_fd *n = x->next;
+		real.close(x->fd);
+		free(x);
+		x = n;
+	}
+}
+
+/* A memfd the peer sent (the message decoded), kept for its connection.
+ * Called with g->lock held. */
+static void ext_keep(struct lgr *g, const struct clc_ext_fd *m, int fd)
+{
+	struct lgr_ext_fd *x = g->n_ext_in < EXT_IN_MAX ? malloc(sizeof(*x)) : NULL;
+
+	if (!x) {
+		stat_add(STAT_HANDSHAKE_ERR, 1);
+		real.close(fd);
+		return;
+	}
+	*x = (struct lgr_ext_fd){m->conn_id, m->index, sys_fd_high(fd), m->size, g->ext_in};
+	g->ext_in = x;
+	g->n_ext_in++;
+}
+
 static void *arena_map(int fd, uint64_t size)
 {
 	void *p = dev->arena_map(fd, size);
@@ -91,6 +122,7 @@ void lgr_put(struct lgr *g)
 	seg_list_free(g->free);
 	seg_list_free(g->zombies);
 	bellcache_clear(&g->kept);
+	ext_list_free(g->ext_in);
 	if (g->ctl >= 0)
 		real.close(g->ctl);
 	pthread_mutex_destroy(&g->lock);
@@ -347,9 +379,13 @@ void lgr_client_poll(struct lgr *g)
 				atomic_store(&s->declined, DECL_NO_DEVICE + 1);
 			break;
 		}
+		int e = clc_decode(buf, (size_t)n, nfds, &m);
+		if (!e && m.hdr.type == CLC_EXT_FD) {
+			ext_keep(g, &m.ext_fd, fds[0]);
+			continue;
+		}
 		for (int i = 0; i < nfds; i++)
 			real.close(fds[i]);
-		int e = clc_decode(buf, (size_t)n, nfds, &m);
 		if (e || m.hdr.type != CLC_DECLINE) {
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			continue;
@@ -811,6 +847,12 @@ static int server_read_one(struct lgr *g)
 		server_take_proposal(g, &m.proposal, fds);
 		return 1;
 	}
+	if (!e && m.hdr.type == CLC_EXT_FD) {
+		pthread_mutex_lock(&g->lock);
+		ext_keep(g, &m.ext_fd, fds[0]);
+		pthread_mutex_unlock(&g->lock);
+		return 1;
+	}
 	for (int i = 0; i < nfds; i++)
 		real.close(fds[i]);
 	if (!e && m.hdr.type == CLC_WITHDRAW) {
@@ -1112,6 +1154,89 @@ int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc
 	return 1;
 }
 
+/* ---------------------------------------------------------------- extensions */
+
+int lgr_ext_send(struct lgr *g, uint64_t conn_id, uint32_t index, int fd, uint64_t size)
+{
+	struct clc_ext_fd m;
+
+	clc_ext_fd_init(&m, conn_id, index, size);
+	ssize_t n = dev->ctl_send(g->ctl, &m, sizeof(m), &fd, 1);
+	return n == (ssize_t)sizeof(m) ? 0 : n < 0 ? (int)n : -EPROTO;
+}
+
+/* Called with g->lock held. */
+static int ext_find(struct lgr *g, uint64_t conn_id, uint32_t index, uint64_t *size)
+{
+	for (struct lgr_ext_fd **pp = &g->ext_in, *x; (x = *pp); pp = &x->next)
+		if (x->conn_id == conn_id && x->index == index) {
+			int fd = x->fd;
+			*size = x->size;
+			*pp = x->next;
+			g->n_ext_in--;
+			free(x);
+			return fd;
+		}
+	return -1;
+}
+
+int lgr_ext_take(struct lgr *g, uint64_t conn_id, uint32_t index, uint64_t *size)
+{
+	pthread_mutex_lock(&g->lock);
+	int fd = ext_find(g, conn_id, index, size);
+	pthread_mutex_unlock(&g->lock);
+	if (fd >= 0 || g->dead)
+		return fd;
+	/* Not read yet: the channel's reader on each side is who keeps it. */
+	if (g->role == LGR_CLIENT) {
+		lgr_client_poll(g);
+	} else {
+		pthread_mutex_lock(&srv.lock);
+		if (!g->dead)
+			server_read(g);
+		pthread_mutex_unlock(&srv.lock);
+	}
+	pthread_mutex_lock(&g->lock);
+	fd = ext_find(g, conn_id, index, size);
+	pthread_mutex_unlock(&g->lock);
+	return fd;
+}
+
+void lgr_ext_drop(struct lgr *g, uint64_t conn_id)
+{
+	struct lgr_ext_fd *gone = NULL;
+
+	pthread_mutex_lock(&g->lock);
+	for (struct lgr_ext_fd **pp = &g->ext_in, *x; (x = *pp);) {
+		if (x->conn_id == conn_id) {
+			*pp = x->next;
+			x->next = gone;
+			gone = x;
+			g->n_ext_in--;
+		} else {
+			pp = &x->next;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+	ext_list_free(gone);
+}
+
+int lgr_peer_cred(struct lgr *g, struct ucred *cred)
+{
+	socklen_t l = sizeof(*cred);
+
+	if (!g || g->ctl < 0 || real.getsockopt(g->ctl, SOL_SOCKET, SO_PEERCRED, cred, &l) < 0)
+		return -1;
+	return 0;
+}
+
+pid_t lgr_peer_pid(struct lgr *g)
+{
+	struct ucred cr;
+
+	return lgr_peer_cred(g, &cr) < 0 ? 0 : cr.pid;
+}
+
 int lgr_hangs_up(struct lgr *g, int ms)
 {
 	struct pollfd pf = {g->ctl, 0, 0};
@@ -1183,6 +1308,9 @@ static void forget_in_child(struct lgr *g)
 	real.close(g->ctl);
 	g->ctl = -1;
 	bellcache_clear(&g->kept);
+	ext_list_free(g->ext_in);
+	g->ext_in = NULL;
+	g->n_ext_in = 0;
 	for (struct seg_ref *r = g->free; r; r = r->next)
 		bell_close(&r->bell);
 	for (struct seg_ref *r = g->zombies; r; r = r->next)

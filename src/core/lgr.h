@@ -47,6 +47,16 @@ struct seg_ref {
 
 enum lgr_role { LGR_CLIENT, LGR_SERVER };
 
+/* A memfd the peer sent for its end of a connection (CLC_EXT_FD), kept until
+ * that connection asks for it or goes. */
+struct lgr_ext_fd {
+	uint64_t conn_id;
+	uint32_t index;
+	int fd;
+	uint64_t size;
+	struct lgr_ext_fd *next;
+};
+
 struct lgr {
 	enum lgr_role role;
 	int ctl;
@@ -61,6 +71,8 @@ struct lgr {
 	struct usock *pending;           /* client: proposed, not yet resolved */
 	_Atomic uint64_t looked_ns;      /* client: when a pending connection last read the channel */
 	struct bellcache kept;           /* server: doorbell ends of released segments */
+	struct lgr_ext_fd *ext_in;       /* memfds the peer sent, under lock */
+	unsigned n_ext_in;
 	struct lgr *next;
 };
 
@@ -116,6 +128,23 @@ void lgr_put(struct lgr *g);
  * hung up, the link group stops being offered to new connections and goes, arenas
  * and all, with the last connection's reference. */
 void lgr_peer_vanished(struct lgr *g);
+/* The peer process the channel vouches for: the one that connected it, or
+ * listened for it (SO_PEERCRED), as our pid namespace numbers it (0 when it is
+ * out of sight, or g is NULL: a connection a sibling handed over, one adopted
+ * after exec). cred, unless NULL, gets its credentials. */
+pid_t lgr_peer_pid(struct lgr *g);
+int lgr_peer_cred(struct lgr *g, struct ucred *cred);
+/* Extensions of a connection (ERM) share memory beyond its segment: each side
+ * sends the memfds the other maps on the channel, numbered by the sender within
+ * the connection. lgr_ext_send() sends fd (it stays the caller's) of size
+ * bytes; returns 0 or -errno. lgr_ext_take() returns the descriptor the peer
+ * sent as index for the connection (the caller's now, size in *size), reading
+ * the channel if it has not come in yet; -1 if the peer sent none. A message
+ * the peer sent before it published something naming it is in the channel by
+ * then. lgr_ext_drop() closes what came for a connection that ends. */
+int lgr_ext_send(struct lgr *g, uint64_t conn_id, uint32_t index, int fd, uint64_t size);
+int lgr_ext_take(struct lgr *g, uint64_t conn_id, uint32_t index, uint64_t *size);
+void lgr_ext_drop(struct lgr *g, uint64_t conn_id);
 /* Whether the peer's end of the channel hangs up within ms (its process ended). */
 int lgr_hangs_up(struct lgr *g, int ms);
 

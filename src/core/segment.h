@@ -33,6 +33,11 @@ struct seg_hdr {
 	_Atomic uint32_t state;     /* moved out of SEG_PENDING by exactly one CAS */
 	_Atomic uint32_t released;  /* SEG_REL_* bits: reusable when both are set */
 	struct ring_shared ring[2];
+	/* An extension's shared memory (ERM), one word per side (client first),
+	 * each written by its side only, once: nonzero once that side sent it on
+	 * the link group's channel (lgr_ext_send(), index 0), which the extension
+	 * gives a meaning to. Zeroed with the header for each connection. */
+	_Alignas(RING_CACHELINE) _Atomic uint32_t ext[2];
 };
 
 _Static_assert(sizeof(struct seg_hdr) <= SEG_HDR_SIZE, "segment header exceeds its page");

@@ -75,13 +75,18 @@ enum stat_id {
 	/* Spins given up because the core went to another thread: spinning is
 	 * off for a while then (conn_wait.c). */
 	STAT_SPIN_CORE_LOST,
+	/* SMC-ERM commands (src/erm): those that moved their bytes, the bytes
+	 * they moved, and those that failed. */
+	STAT_ERM_COMMANDS,
+	STAT_ERM_BYTES,
+	STAT_ERM_FAILED,
 	STAT_DDP,              /* DDP_STATS counters of direct data placement (ddp.h) */
 	STAT_SIDE = STAT_DDP + DDP_STATS, /* SIDE_STATS counters per side, client first */
 	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 9u
+#define STATS_VERSION 10u
 
 struct stats_file {
 	uint64_t magic;

@@ -154,6 +154,26 @@ ssize_t sys_read_file(const char *path, char *buf, size_t n)
 	return r;
 }
 
+int sys_descends(pid_t p, pid_t from)
+{
+	char path[32], buf[512];
+
+	for (int depth = 0; from > 0 && depth < 64; depth++) {
+		if (p == from)
+			return 1;
+		if (p <= 1)
+			return 0;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+		/* The fields follow the last ')': the command name may hold any. */
+		char *e = sys_read_file(path, buf, sizeof(buf)) > 0 ? strrchr(buf, ')') : NULL;
+		int parent;
+		if (!e || sscanf(e + 1, " %*c %d", &parent) != 1)
+			return 0;
+		p = parent;
+	}
+	return 0;
+}
+
 uint32_t sys_tcp_rcvbuf(void)
 {
 	static _Atomic uint32_t v;

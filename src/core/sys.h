@@ -104,6 +104,10 @@ void sys_atfork_child(void);
 /* Reads at most n - 1 bytes of a small file (under /proc) into buf, terminated;
  * returns how many, -1 if it cannot. Async-signal-safe. */
 ssize_t sys_read_file(const char *path, char *buf, size_t n);
+/* p is from, or a descendant of it, as /proc/PID/stat's parent links tell
+ * (which anyone may read): a prefork worker of the process that listens, a
+ * forked child of the one that connected. */
+int sys_descends(pid_t p, pid_t from);
 /* The receive buffer of a TCP socket nobody set one for, as getsockopt(SO_RCVBUF)
  * reports it (the second value of net.ipv4.tcp_rmem: a socket whose bytes go
  * through shared memory keeps it, the kernel never tunes it), read once. */

@@ -13,22 +13,11 @@
 #include "../core/conn.h"
 #include "../core/stats.h"
 #include "../core/sys.h"
+#include "../erm/erm.h"
+#include "erm.h"
 #include "fdpass.h"
 #include "fdtab.h"
 #include "init.h"
-
-/* Returns the socket (referenced) if fd is accelerated, else NULL. */
-static struct usock *accel(int fd)
-{
-	struct obj *o = fdtab_get(fd);
-	struct usock *s = sock_of(o);
-
-	if (s && conn_accel(s))
-		return s;
-	if (o)
-		obj_put(o);
-	return NULL;
-}
 
 static ssize_t done(struct usock *s, ssize_t r)
 {
@@ -62,7 +51,7 @@ static ssize_t send1(struct usock *s, int fd, const void *buf, size_t n, int fla
 
 FDTAB_WRAP(ssize_t, read, fd, (int fd, void *buf, size_t n), (fd, buf, n))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	return s ? recv1(s, fd, buf, n, 0) : real.read(fd, buf, n);
 }
 
@@ -75,13 +64,13 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 
 FDTAB_WRAP(ssize_t, write, fd, (int fd, const void *buf, size_t n), (fd, buf, n))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	return s ? send1(s, fd, buf, n, 0) : real.write(fd, buf, n);
 }
 
 FDTAB_WRAP(ssize_t, readv, fd, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	if (!s)
 		return real.readv(fd, iov, cnt);
 	if (cnt < 0 || cnt > IOV_MAX) {
@@ -94,7 +83,7 @@ FDTAB_WRAP(ssize_t, readv, fd, (int fd, const struct iovec *iov, int cnt), (fd, 
 
 FDTAB_WRAP(ssize_t, writev, fd, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	if (!s)
 		return real.writev(fd, iov, cnt);
 	if (cnt < 0 || cnt > IOV_MAX) {
@@ -107,7 +96,7 @@ FDTAB_WRAP(ssize_t, writev, fd, (int fd, const struct iovec *iov, int cnt), (fd,
 
 FDTAB_WRAP(ssize_t, recv, fd, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	return s ? recv1(s, fd, buf, n, flags) : real.recv(fd, buf, n, flags);
 }
 
@@ -120,7 +109,7 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 
 FDTAB_WRAP(ssize_t, send, fd, (int fd, const void *buf, size_t n, int flags), (fd, buf, n, flags))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	return s ? send1(s, fd, buf, n, flags) : real.send(fd, buf, n, flags);
 }
 
@@ -129,7 +118,7 @@ FDTAB_WRAP(ssize_t, recvfrom, fd,
 	   (int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fl),
 	   (fd, buf, n, flags, from, fl))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	if (!s)
 		return real.recvfrom(fd, buf, n, flags, from, fl);
 	ssize_t r = recv1(s, fd, buf, n, flags);
@@ -150,7 +139,7 @@ FDTAB_WRAP(ssize_t, sendto, fd,
 	   (int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tl),
 	   (fd, buf, n, flags, to, tl))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	return s ? send1(s, fd, buf, n, flags) : real.sendto(fd, buf, n, flags, to, tl);
 }
 
@@ -161,7 +150,7 @@ static int iov_ok(const struct msghdr *m)
 
 ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	if (!s)
 		return m && m->msg_control && m->msg_controllen && usmc_active()
 			       ? fdpass_recvmsg(fd, m, flags)
@@ -170,6 +159,11 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 		usock_put(s);
 		errno = EMSGSIZE;
 		return -1;
+	}
+	/* The error queue: ERM's completions, else the kernel's own. */
+	if (flags & MSG_ERRQUEUE) {
+		ssize_t r = erm_recv_errqueue(s, m);
+		return done(s, r < 0 && errno == EAGAIN ? real.recvmsg(fd, m, flags) : r);
 	}
 	int mf = 0;
 	ssize_t r = done(s, flags & MSG_OOB ? conn_recv_urg(s, fd, m->msg_iov, (int)m->msg_iovlen,
@@ -186,16 +180,22 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
-	struct usock *s = accel(fd);
-	if (!s)
-		return m && m->msg_control && m->msg_controllen && usmc_active()
-			       ? fdpass_sendmsg(fd, m, flags)
-			       : real.sendmsg(fd, m, flags);
+	struct usock *s = fdtab_accel(fd);
+	int ctl = m && m->msg_control && m->msg_controllen && usmc_active();
+	if (!s) {
+		/* ERM's commands on a socket not carried through shared memory
+		 * fail aloud: the kernel's TCP would ignore them. */
+		if (ctl && erm_has_cmsg(m))
+			return erm_refuse(fd);
+		return ctl ? fdpass_sendmsg(fd, m, flags) : real.sendmsg(fd, m, flags);
+	}
 	if (!iov_ok(m)) {
 		usock_put(s);
 		errno = EMSGSIZE;
 		return -1;
 	}
+	if (ctl && erm_has_cmsg(m))
+		return done(s, erm_sendmsg(s, fd, m, flags));
 	return done(s, conn_send(s, fd, m->msg_iov, (int)m->msg_iovlen, flags));
 }
 
@@ -203,7 +203,7 @@ FDTAB_WRAP(int, recvmmsg, fd,
 	   (int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *tmo),
 	   (fd, v, n, flags, tmo))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	unsigned int i;
 
 	if (!s)
@@ -229,7 +229,7 @@ FDTAB_WRAP(int, recvmmsg, fd,
 FDTAB_WRAP(int, sendmmsg, fd, (int fd, struct mmsghdr *v, unsigned int n, int flags),
 	   (fd, v, n, flags))
 {
-	struct usock *s = accel(fd);
+	struct usock *s = fdtab_accel(fd);
 	unsigned int i;
 
 	if (!s)
@@ -248,7 +248,7 @@ FDTAB_WRAP(int, sendmmsg, fd, (int fd, struct mmsghdr *v, unsigned int n, int fl
 FDTAB_WRAP(ssize_t, sendfile, out, (int out, int in, off_t *off, size_t count),
 	   (out, in, off, count))
 {
-	struct usock *s = accel(out);
+	struct usock *s = fdtab_accel(out);
 	char buf[65536];
 	size_t total = 0;
 
@@ -304,7 +304,7 @@ ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((ali
  * kernel buffers, so they pass through a bounce buffer. */
 ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
 {
-	struct usock *si = accel(in), *so = si ? NULL : accel(out);
+	struct usock *si = fdtab_accel(in), *so = si ? NULL : fdtab_accel(out);
 	char buf[65536];
 	int dontwait = (flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0;
 

@@ -978,6 +978,7 @@ static uint32_t tcp_ends(short tcp)
 static int reg_unchanged(const struct epreg *r, const struct conn_stamp *seen)
 {
 	return seen->rx_prod == r->stamp.rx_prod && seen->tx_cons == r->stamp.tx_cons &&
+	       seen->ext == r->stamp.ext &&
 	       (seen->ends | tcp_ends(r->tcp)) == (r->stamp.ends | tcp_ends(r->stamp_tcp));
 }
 

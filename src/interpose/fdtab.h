@@ -125,4 +125,18 @@ static inline struct usock *sock_of(struct obj *o)
 	return o && o->kind == OBJ_SOCK ? (struct usock *)o : NULL;
 }
 
+/* The socket fd names, referenced, if usmc carries it through shared memory
+ * (attached or pending), else NULL. */
+static inline struct usock *fdtab_accel(int fd)
+{
+	struct obj *o = fdtab_get(fd);
+	struct usock *s = sock_of(o);
+
+	if (s && conn_accel(s))
+		return s;
+	if (o)
+		obj_put(o);
+	return NULL;
+}
+
 #endif

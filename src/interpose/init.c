@@ -15,6 +15,7 @@
 #include "../core/registry.h"
 #include "../core/socktab.h"
 #include "../core/sys.h"
+#include "../erm/erm.h"
 #include "epoll.h"
 #include "fdtab.h"
 
@@ -37,12 +38,15 @@ static void atfork_prepare(void)
 	obj_atfork_prepare();
 }
 
-/* A listener's accept instance came from the parent: the child opens its own. */
+/* A listener's accept instance came from the parent: the child opens its own.
+ * A connection's extension state (ERM) is the parent's alone. */
 static void child_one(int fd, struct obj *o)
 {
 	(void)fd;
-	if (o->kind == OBJ_SOCK)
+	if (o->kind == OBJ_SOCK) {
 		accept_forget((struct usock *)o);
+		conn_atfork_child((struct usock *)o);
+	}
 }
 
 static void atfork_child(void)
@@ -96,6 +100,8 @@ __attribute__((constructor)) static void usmc_init(void)
 	}
 	if (cfg.disabled)
 		return;
+	/* Before our own fork handlers: its lock is let go first in a child. */
+	erm_init();
 	pthread_atfork(atfork_prepare, obj_atfork_release, atfork_child);
 	active = 1;
 	exec_adopt();

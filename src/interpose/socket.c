@@ -21,6 +21,7 @@
 #include "../core/socktab.h"
 #include "../core/sys.h"
 #include "epoll.h"
+#include "erm.h"
 #include "fdtab.h"
 #include "init.h"
 
@@ -421,6 +422,8 @@ int ioctl(int fd, unsigned long req, ...)
 
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
+	if (level == SOL_SMC && usmc_active())
+		return erm_setsockopt(fd, name, val, len);
 	int r = real.setsockopt(fd, level, name, val, len);
 	int tcp = level == IPPROTO_TCP && name == TCP_NOTSENT_LOWAT;
 	if (r < 0 || !val || (level != SOL_SOCKET && !tcp) ||
@@ -453,6 +456,14 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	if (o)
 		obj_put(o);
 	return r;
+}
+
+/* Only level SOL_SMC is the library's: ERM (usmc-erm(3)). */
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	if (level == SOL_SMC && usmc_active())
+		return erm_getsockopt(fd, name, val, len);
+	return real.getsockopt(fd, level, name, val, len);
 }
 
 FDTAB_WRAP(int, shutdown, fd, (int fd, int how), (fd, how))

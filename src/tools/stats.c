@@ -156,8 +156,12 @@ static void print_json(const struct totals *t)
 	printf("},\n \"fallback_reasons\": ");
 	json_reasons(t->v + STAT_FALLBACK_REASON);
 	printf(",\n \"special_calls\": {");
-	for (int k = STAT_PEEK_CALLS; k < STAT_DDP; k++)
+	for (int k = STAT_PEEK_CALLS; k < STAT_ERM_COMMANDS; k++)
 		printf("%s\"%s\": %llu", k > STAT_PEEK_CALLS ? ", " : "", stat_name((enum stat_id)k),
+		       (unsigned long long)t->v[k]);
+	printf("},\n \"erm\": {");
+	for (int k = STAT_ERM_COMMANDS; k < STAT_DDP; k++)
+		printf("%s\"%s\": %llu", k > STAT_ERM_COMMANDS ? ", " : "", stat_name((enum stat_id)k),
 		       (unsigned long long)t->v[k]);
 	printf("},\n \"ddp\": {");
 	for (int k = STAT_DDP; k < STAT_SIDE; k++)

@@ -66,6 +66,8 @@ static const char stats_usage[] =
 	"                                     (another pid namespace...); refused by the kernel\n"
 	"  spin_core_lost                     spins given up when the core went to another\n"
 	"                                     thread: waits then sleep at once for a while\n"
+	"  erm_commands, erm_bytes, erm_failed  SMC-ERM copies that moved their bytes, those\n"
+	"                                     bytes, and copies that failed (usmc-erm(3))\n"
 	"  rx_nvme_tcp_sk_add, _sk_add_fail, _sk_del, _setup, _setup_fail, _teardown, _drop,\n"
 	"  _resync, _packets, _bytes          direct data placement (usmc nvme), as Linux's\n"
 	"                                     NVMe/TCP receive offload counts it\n"

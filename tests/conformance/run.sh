@@ -44,15 +44,7 @@ for arg; do
         ;;
     esac
 done
-if [ ${#names[@]} -eq 0 ]; then
-    for src in "$here"/*.c; do
-        name=${src##*/}
-        name=${name%.c}
-        [ "$name" = common ] && continue
-        [ "$san" = tsan ] && ! grep -q '^/\* threads \*/$' "$src" && continue
-        names+=("$name")
-    done
-fi
+[ ${#names[@]} -gt 0 ] || mapfile -t names < <(suite_programs "$san")
 
 mkdir -p "$out" || exit 1
 passed=0 failed=0 skipped=0

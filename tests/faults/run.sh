@@ -73,33 +73,24 @@ tests=(
     "rlimit_nofile_server|rlimits nofile_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
     "rlimit_as_client|rlimits as_client|conn_accelerated>5 fallback_memory>0|"
     "rlimit_as_server|rlimits as_server|conn_accelerated>5 conn_fallback>0|USMC_HANDSHAKE_TIMEOUT_MS=1000"
+    "erm_forged_slots|erm_hostile slots|conn_accelerated>1 erm_failed>6|"
+    "erm_forged_pid|erm_hostile pid|conn_accelerated>1 erm_failed==1|"
+    "erm_forged_events|erm_hostile events|conn_accelerated>1 erm_commands==1|"
+    "erm_forged_cons|erm_hostile cons|conn_accelerated>1 erm_commands==1 erm_failed==1|"
+    "erm_stuck_inflight|erm_hostile inflight|conn_accelerated>1 erm_commands==2|"
 )
 
 passed=0 failed=0 skipped=0
 mkdir -p "$out" || exit 1
-
-pass() {
-    echo "PASS $1"
-    passed=$((passed + 1))
-}
-
-# fail NAME REASON [FILE...]: the files' contents follow the reason, indented.
-fail() {
-    local name=$1 reason=$2 f
-    shift 2
-    echo "FAIL $name: $reason"
-    for f; do
-        [ -s "$f" ] && sed 's/^/    /' "$f" | head -n 40
-    done
-    failed=$((failed + 1))
-}
+. "$root/tests/lib/verdict.sh"
 
 # The programs read the library's wire formats and counters from its headers: a binary older
 # than any of them is rebuilt.
 compile() {
     local prog=$1 bin=$out/$1 dep
     if [ -e "$bin" ]; then
-        for dep in "$here/$prog.c" "$here/faults.c" "$here/faults.h" "$root"/src/core/*.h; do
+        for dep in "$here/$prog.c" "$here/faults.c" "$here/faults.h" "$root"/src/core/*.h \
+            "$root"/src/erm/*.h "$root"/include/usmc/*.h; do
             [ "$bin" -nt "$dep" ] || { dep=stale; break; }
         done
         [ "$dep" = stale ] || return 0

@@ -55,6 +55,7 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 	case CLC_DECLINE: want = sizeof(struct clc_decline); break;
 	case CLC_ASK: want = sizeof(struct clc_ask); break;
 	case CLC_HANDOFF: want = sizeof(struct clc_handoff); break;
+	case CLC_EXT_FD: want = sizeof(struct clc_ext_fd); break;
 	default: return 0;
 	}
 	if (h.eyecatcher != CLC_EYECATCHER || h.version != CLC_VERSION || h.length != want ||
@@ -92,6 +93,13 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 			if (b[16 + i] || b[32 + i])
 				return 0;
 		return nfds == 0;
+	}
+	if (h.type == CLC_EXT_FD) {
+		struct clc_ext_fd x;
+
+		/* one memfd, of a whole number of pages, at most CLC_EXT_MAX */
+		memcpy(&x, b, sizeof(x));
+		return !x.pad && x.size && x.size % PAGE == 0 && x.size <= (1ull << 40) && nfds == 1;
 	}
 	/* Withdraw and decline: bytes 8..15 are padding (decline: 12..15), all zero. */
 	for (size_t i = h.type == CLC_DECLINE ? 12 : 8; i < 16; i++)
@@ -149,6 +157,7 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	struct clc_decline d;
 	struct clc_ask a;
 	struct clc_handoff h;
+	struct clc_ext_fd x;
 
 	clc_proposal_init(&p);
 	p.ring_size[0] = p.ring_size[1] = 65536;
@@ -177,4 +186,6 @@ void fuzz_seeds(fuzz_emit_fn *emit)
 	emit_msg(emit, CLC_HFD_MAX, &h, sizeof(h));
 	clc_handoff_init(&h, 9, NULL);
 	emit_msg(emit, 0, &h, sizeof(h));
+	clc_ext_fd_init(&x, 5, 1, 1u << 20);
+	emit_msg(emit, 1, &x, sizeof(x));
 }

@@ -18,7 +18,7 @@ seconds=${FUZZ_SECONDS:-20}
 # -max_total_time=0 would mean "forever".
 [ "$seconds" -ge 1 ] 2>/dev/null || seconds=1
 out=build/tests/fuzz
-common=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Isrc/core -Itests/fuzz)
+common=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Isrc/core -Iinclude -Itests/fuzz)
 # shellcheck disable=SC2054 # the commas belong to -fsanitize's argument
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 passed=0 failed=0

@@ -19,9 +19,9 @@ BYTES=1000000
 
 make -s install PREFIX="$prefix" >"$WORK/install.log" 2>&1
 check "make install" '[ -x "$USMC" ] && [ -f "$prefix/lib/libusmc.so" ] &&
-    [ -f "$prefix/include/usmc/usmc.h" ] && [ -f "$prefix/lib/pkgconfig/usmc.pc" ]' \
-    "$WORK/install.log"
-check "make install: the man pages" 'for p in man/*.1 man/*.7; do
+    [ -f "$prefix/include/usmc/usmc.h" ] && [ -f "$prefix/include/usmc/erm.h" ] &&
+    [ -f "$prefix/lib/pkgconfig/usmc.pc" ]' "$WORK/install.log"
+check "make install: the man pages" 'for p in man/*.1 man/*.3 man/*.7; do
         cmp -s "$p" "$prefix/share/man/man${p##*.}/${p##*/}" || exit 1; done' "$WORK/install.log"
 make -s install PREFIX=/opt/usmc DESTDIR="$WORK/dest" >"$WORK/destdir.log" 2>&1
 check "make install DESTDIR: staged, the package names the final prefix" \
@@ -36,6 +36,11 @@ check "the placement interface's header stands alone" \
      cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$prefix/include" -x c -c -o /dev/null -'
 check "the installed usmc nvme runs, with the installed library" \
     '"$USMC" nvme --help >/dev/null && grep -q "$prefix/bin/../lib/libusmc.so" <<<"$(ldd "$prefix/bin/usmc-nvme")"'
+check "the ERM header stands alone, and C++ takes it" \
+    'printf "#include <usmc/erm.h>\nint l = SOL_SMC + SMC_ERM_CMD;\n" |
+     cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$prefix/include" -x c -c -o /dev/null - &&
+     printf "#include <usmc/erm.h>\nint l = SOL_SMC;\n" |
+     c++ -Wall -Wextra -Werror -pedantic -I"$prefix/include" -x c++ -c -o /dev/null -'
 # A C library that knows IPPROTO_SMC defines it as glibc does its other protocols.
 cat >"$WORK/coexist.c" <<'C'
 #include <netinet/in.h>
@@ -50,6 +55,9 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "example builds with pkg-config" \
     'cc -std=c11 -Wall -Wextra -Werror examples/smc_echo.c $(pkg-config --cflags --libs usmc) \
         -o "$ECHO" 2>"$WORK/cc.log"' "$WORK/cc.log"
+check "the ERM example builds with pkg-config" \
+    'cc -std=c11 -Wall -Wextra -Werror examples/erm_write.c $(pkg-config --cflags --libs usmc) \
+        -o "$WORK/erm_write" 2>"$WORK/cc.log"' "$WORK/cc.log"
 # (Not `ldd | grep -q`: grep leaving early makes ldd die of SIGPIPE, which pipefail counts.)
 check "it uses the installed library" 'grep -q "$prefix/lib/libusmc.so" <<<"$(ldd "$ECHO")"'
 # Linked the wrong way round, the program calls the C library directly: usmc says why, and

@@ -7,3 +7,16 @@ cd "$root" || exit 1
 build=${USMC_BUILD:-build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 out=$build/tests/$(basename "$here")
+
+# suite_programs SAN: the names of the suite's programs ($here/*.c but common.c); with SAN
+# tsan, only those with a `/* threads */` line.
+suite_programs() {
+    local src name
+    for src in "$here"/*.c; do
+        name=${src##*/}
+        name=${name%.c}
+        [ "$name" = common ] && continue
+        [ "$1" = tsan ] && ! grep -q '^/\* threads \*/$' "$src" && continue
+        echo "$name"
+    done
+}

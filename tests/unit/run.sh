@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.." || exit 1
 cc=${CC:-cc}
 limit=${UNIT_TIMEOUT:-600}
 out=build/tests/unit
-flags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Isrc/core -pthread)
+flags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Isrc/core -Iinclude -pthread)
 # shellcheck disable=SC2054 # the commas belong to -fsanitize's argument
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 passed=0 failed=0

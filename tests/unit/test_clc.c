@@ -355,7 +355,7 @@ static void test_header_identity(void)
 		for (int t = 0; t < 256; t++) {
 			union clc_msg m = s[i].m;
 
-			if (t >= CLC_PROPOSAL && t <= CLC_HANDOFF)
+			if (t >= CLC_PROPOSAL && t <= CLC_EXT_FD)
 				continue;
 			m.hdr.type = (uint8_t)t;
 			if (!CHECK_EQ(decode(&m, s[i].len, s[i].nfds), CLC_ETYPE))
@@ -458,6 +458,32 @@ static void test_ask_handoff(void)
 	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_EFIELD);
 }
 
+/* A memfd for the peer's end of a connection: one descriptor, whole pages,
+ * no more than CLC_EXT_MAX, zero padding. */
+static void test_ext_fd(void)
+{
+	struct clc_ext_fd x;
+	union clc_msg out;
+
+	clc_ext_fd_init(&x, 9, 3, 64 * PAGE);
+	CHECK_EQ(decode_at(&x, sizeof(x), 1, &out, 1), CLC_OK);
+	CHECK(out.ext_fd.conn_id == 9 && out.ext_fd.index == 3 && out.ext_fd.size == 64 * PAGE);
+	CHECK_EQ(decode(&x, sizeof(x), 0), CLC_EFDS);
+	CHECK_EQ(decode(&x, sizeof(x), 2), CLC_EFDS);
+	CHECK_EQ(decode(&x, sizeof(x) - 1, 1), CLC_ETRUNC);
+	x.size = 0;
+	CHECK_EQ(decode(&x, sizeof(x), 1), CLC_EFIELD);
+	x.size = PAGE + 1;
+	CHECK_EQ(decode(&x, sizeof(x), 1), CLC_EFIELD);
+	x.size = CLC_EXT_MAX;
+	CHECK_EQ(decode(&x, sizeof(x), 1), CLC_OK);
+	x.size = CLC_EXT_MAX + PAGE;
+	CHECK_EQ(decode(&x, sizeof(x), 1), CLC_EFIELD);
+	x.size = PAGE;
+	x.pad = 1;
+	CHECK_EQ(decode(&x, sizeof(x), 1), CLC_EFIELD);
+}
+
 int main(void)
 {
 	RUN(test_encoders_roundtrip);
@@ -474,5 +500,6 @@ int main(void)
 	RUN(test_strerror);
 	RUN(test_padding);
 	RUN(test_ask_handoff);
+	RUN(test_ext_fd);
 	return check_report();
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -611,7 +612,11 @@ static struct {
 	int nlisteners;
 	struct lgr *lgrs;       /* link groups whose channels ep watches */
 	struct lgr *last;       /* where the last matched proposal came from (a reference) */
-} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL, NULL};
+	/* The process that made the control socket: a child that inherited it
+	 * may close its copy, but the name stays its maker's while it lives, whose
+	 * later listeners the registry sends their clients to. */
+	pid_t maker;
+} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL, NULL, 0};
 
 int lgr_server_listening(void)
 {
@@ -653,6 +658,7 @@ int lgr_server_start(void)
 		goto out;
 	}
 	srv.lfd = lfd;
+	srv.maker = sys_pid();
 out:
 	if (!e)
 		srv.nlisteners++;
@@ -1286,7 +1292,8 @@ void lgr_server_listener_gone(void)
 		/* Link groups already open keep their channels; new clients find no
 		 * listener here any more, so the name goes. */
 		snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
-		unlink(path);
+		if (srv.maker == sys_pid() || (kill(srv.maker, 0) < 0 && errno == ESRCH))
+			unlink(path);
 		real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, srv.lfd, NULL);
 		real.close(srv.lfd);
 		srv.lfd = -1;

@@ -14,7 +14,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate stream redis nginx nginx_prefork fastcgi fallback connrate idle iperf3 bare_ring nvme crc erm)
+ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate stream redis nginx nginx_prefork fastcgi proxy fallback connrate idle iperf3 bare_ring nvme crc erm)
 
 usage() {
     say "usage: bench/run.sh [--quick] [--reps N] [workload...] | bench/run.sh --list"

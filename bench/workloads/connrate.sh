@@ -7,7 +7,7 @@ WL_UNIT="connections/s"
 WL_BETTER=higher
 WL_MODES="tcp unix usmc usmc-bp fallback"
 WL_CASES=(1)
-WL_TARGETS=("1 usmc >= 1.0")
+WL_TARGETS=("1 usmc >= 1.0" "1 usmc >= 1.0 unix")
 
 wl_label() { echo "connect, $1 B round trip, close"; }
 

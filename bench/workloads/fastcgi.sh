@@ -7,7 +7,7 @@
 WL_TITLE="nginx + php-fpm over FastCGI, 2 php-fpm workers, 1 KB page"
 WL_NEEDS+=" php-fpm8.2:php-fpm"
 WL_CASES=(keepalive-10)
-WL_TARGETS=()
+WL_TARGETS=("keepalive-10 usmc >= 1.1")
 _nginx_page=page.php
 
 wl_server() {

@@ -93,6 +93,24 @@ int addr_parse(struct addr *a, const char *s)
 	return -1;
 }
 
+int addr_sock_names(int fd, struct addr *local, struct addr *peer)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	addr_from_sockaddr(local, (struct sockaddr *)&ss);
+	if (!local->port)
+		return -1;
+	l = sizeof(ss);
+	if (peer && getpeername(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	if (peer)
+		addr_from_sockaddr(peer, (struct sockaddr *)&ss);
+	return 0;
+}
+
 int addr_is_inet(const struct sockaddr *sa, socklen_t len)
 {
 	if (!sa)

@@ -24,5 +24,8 @@ unsigned addr_port(const struct sockaddr *sa);
 void addr_format(const struct addr *a, char *buf, size_t len);  /* ip only */
 int addr_parse(struct addr *a, const char *s);                  /* ip only */
 int addr_is_inet(const struct sockaddr *sa, socklen_t len);
+/* A connected socket's own name and its peer's (peer may be NULL); -1 when it
+ * has none yet (no port: not bound, or its connect() has not got that far). */
+int addr_sock_names(int fd, struct addr *local, struct addr *peer);
 
 #endif

@@ -64,6 +64,9 @@ struct usock {
 	_Atomic uint64_t recheck_ns;
 	struct sockaddr_storage dst; /* client: where it connected */
 	uint64_t conn_id;
+	/* The device of its segment, once it has had one: kept when the segment
+	 * goes, for a wake-up racing with the teardown. */
+	const struct dev_ops *dev;
 	struct seg_loc seg;
 	struct ring_end tx, rx;
 	/* Our end of the doorbell for poll and epoll (blocking calls sleep on

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "../dev/dev.h"
 #include "conn_int.h"
 #include "segment.h"
 #include "socktab.h"
@@ -114,7 +115,7 @@ struct usock *conn_import(const struct conn_export *in)
 
 	if (!conn_export_valid(&x) || x.bell < 0)
 		goto fail;
-	a = lgr_arena_adopt(x.arena_fd, x.arena_size);
+	a = lgr_arena_adopt(&dev_lo, x.arena_fd, 0, x.arena_size);
 	x.arena_fd = -1;
 	if (!a || !(s = usock_new(x.family, x.nonblock)))
 		goto fail;

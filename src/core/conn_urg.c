@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../dev/dev.h"
 #include "conn_int.h"
 #include "stats.h"
 
@@ -172,12 +173,8 @@ void conn_set_owner(struct usock *s, int type, pid_t id)
 static pid_t channel_pid(struct usock *s)
 {
 	struct lgr *g = s->seg.lgr;
-	struct ucred cr;
-	socklen_t l = sizeof(cr);
 
-	if (!g || g->ctl < 0 || real.getsockopt(g->ctl, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
-		return 0;
-	return cr.pid;
+	return g && g->ctl >= 0 ? g->dev->ctl_peer_pid(g->ctl) : 0;
 }
 
 /* p is from, or a descendant of it, as /proc/PID/stat's parent links tell

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 
+#include "../dev/dev.h"
 #include "config.h"
 #include "conn_int.h"
 #include "hooks.h"
@@ -15,6 +16,13 @@
  * group's channel anyway: a peer killed outright rings nothing, but its FIN and
  * its channel's hang-up arrive, and are seen within this time. */
 #define FUTEX_SLICE_NS 200000000ull
+
+/* A descriptor readable when the link group's channel has a message or hung up,
+ * or -1. */
+static int ctl_fd(const struct lgr *g)
+{
+	return g && g->ctl >= 0 ? g->dev->ctl_pollfd(g->ctl) : -1;
+}
 
 /* The peer process's channel hung up: it died, unless its end went to other
  * processes, which its kernel socket then stays open for. */
@@ -62,7 +70,7 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
 	/* A slice ran out: look for what rings no bell. */
 	struct pollfd pf[2] = {{fd, (short)(in ? POLLIN | POLLRDHUP : 0), 0},
-			       {s->seg.lgr ? s->seg.lgr->ctl : -1, 0, 0}};
+			       {ctl_fd(s->seg.lgr), 0, 0}};
 	if (real.poll(pf, 2, 0) > 0) {
 		if (pf[0].revents)
 			atomic_store(&s->tcp_event, 1);
@@ -199,7 +207,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
 	if (!s->connected)
 		pf[0].events |= POLLOUT;
-	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
+	pf[1] = (struct pollfd){ctl_fd(g), (short)(pending ? POLLIN : 0), 0};
 	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
 	conn_arm_wait_begin(s);
 	conn_bell_wait_begin(s);

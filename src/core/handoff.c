@@ -17,6 +17,8 @@
 #include "stats.h"
 #include "sys.h"
 
+/* Siblings share one kernel: they talk over the local device's channels,
+ * whatever device carries their connections. */
 static const struct dev_ops *dev = &dev_lo;
 
 /* Siblings asked at once: the claimants a port records. */
@@ -83,7 +85,7 @@ int handoff_fd(void)
 	pthread_mutex_lock(&ho.lock);
 	if (ho.ep < 0) {
 		path_of(getpid(), path, sizeof(path));
-		int fd = dev->ctl_listen(path);
+		int fd = lo_ctl_listen(path);
 		int ep = fd < 0 ? -1 : sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
 		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LISTENER_TAG};
 		if (ep >= 0 && real.epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
@@ -289,7 +291,7 @@ void handoff_serve(void)
 			if (answer(c, (pid_t)(ev[i].data.u64 >> 32)) < 0)
 				unlink_in(c);
 		}
-		while (accepting && (c = dev->ctl_accept(lfd)) >= 0)
+		while (accepting && (c = lo_ctl_accept(lfd)) >= 0)
 			link_in(c);
 		/* A new link's first ASK may already wait. */
 		again = n == 16 || accepting;

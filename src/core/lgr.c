@@ -7,13 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
 #endif
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../dev/dev.h"
@@ -25,16 +23,15 @@
 #include "stats.h"
 #include "sys.h"
 
-static const struct dev_ops *dev = &dev_lo;
-
 /* ---------------------------------------------------------------- common */
 
-static struct lgr *lgr_new(enum lgr_role role, int ctl)
+static struct lgr *lgr_new(const struct dev_ops *dev, enum lgr_role role, int ctl)
 {
 	struct lgr *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return NULL;
+	g->dev = dev;
 	g->role = role;
 	g->ctl = ctl;
 	g->refs = 1;
@@ -52,19 +49,27 @@ static void seg_list_free(struct seg_ref *r)
 	}
 }
 
-static void *arena_map(int fd, uint64_t size)
+/* A new arena of dev's (make: ours, to carve; else as a proposal named it),
+ * mapped. */
+static struct arena *arena_new(const struct dev_ops *dev, int make, int fd, uint32_t id,
+			       uint64_t size)
 {
-	void *p = dev->arena_map(fd, size);
+	struct arena *a = calloc(1, sizeof(*a));
 
-	if (p)
-		stat_add(STAT_ARENA_MAPS, 1);
-	return p;
+	if (!a)
+		return NULL;
+	*a = (struct arena){.dev = dev, .fd = fd, .id = id, .size = size};
+	if ((make ? dev->arena_create(a, size) : dev->arena_map(a)) < 0) {
+		free(a);
+		return NULL;
+	}
+	stat_add(STAT_ARENA_MAPS, 1);
+	return a;
 }
 
 static void arena_free(struct arena *a)
 {
-	real.close(a->fd);
-	dev->arena_unmap(a->base, a->size);
+	a->dev->arena_release(a);
 	free(a);
 }
 
@@ -92,7 +97,7 @@ void lgr_put(struct lgr *g)
 	seg_list_free(g->zombies);
 	bellcache_clear(&g->kept);
 	if (g->ctl >= 0)
-		real.close(g->ctl);
+		g->dev->ctl_close(g->ctl);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
@@ -121,24 +126,24 @@ static void client_unlist(struct lgr *g)
 		}
 }
 
-struct lgr *lgr_client_get(const char *path)
+struct lgr *lgr_client_get(const struct dev_ops *dev, const char *path)
 {
 	struct lgr *g;
 
 	pthread_mutex_lock(&clients_lock);
 	for (g = clients; g; g = g->next)
-		if (!strcmp(g->peer, path) && !g->dead)
+		if (g->dev == dev && !strcmp(g->peer, path) && !g->dead)
 			break;
 	if (!g) {
 		int ctl = dev->ctl_connect(path);
 		if (ctl >= 0) {
-			g = lgr_new(LGR_CLIENT, ctl);
+			g = lgr_new(dev, LGR_CLIENT, ctl);
 			if (g) {
 				snprintf(g->peer, sizeof(g->peer), "%s", path);
 				g->next = clients;
 				clients = g;
 			} else {
-				real.close(ctl);
+				dev->ctl_close(ctl);
 			}
 		}
 	}
@@ -207,19 +212,12 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 			break;
 	if (!a) {
 		uint64_t asz = cfg.arena_size > size ? cfg.arena_size : size;
-		int fd = dev->arena_create(asz);
-		if (fd < 0)
-			return fd;
-		a = calloc(1, sizeof(*a));
-		if (!a || !(a->base = arena_map(fd, asz))) {
-			free(a);
-			real.close(fd);
+		if (!(a = arena_new(g->dev, 1, -1, 0, asz)))
 			return -ENOMEM;
-		}
-		a->fd = sys_fd_high(fd);
 		a->unsent = 1;
-		a->size = asz;
-		a->id = ++g->next_arena_id;
+		/* A device that names its arenas itself has set the id. */
+		if (!a->id)
+			a->id = ++g->next_arena_id;
 		a->next = g->arenas;
 		g->arenas = a;
 	}
@@ -231,7 +229,7 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 
 /* A new doorbell for a connection: our end, and the one that goes to the server.
  * Returns 0 or -errno. */
-static int bell_new(int *ours, int *theirs)
+static int bell_new(const struct dev_ops *dev, int *ours, int *theirs)
 {
 	int pair[2];
 
@@ -260,7 +258,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	e = seg_carve(g, size, &a, &off, bell, &unread);
 	if (!e && *bell < 0) {
 		unread = 0;
-		e = bell_new(bell, &theirs);
+		e = bell_new(g->dev, bell, &theirs);
 	}
 	if (e) {
 		pthread_mutex_unlock(&g->lock);
@@ -288,7 +286,7 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 		p.arena_size = a->size;
 		fds[nfds++] = a->fd;
 	}
-	ssize_t n = dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
+	ssize_t n = g->dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
 	bell_close(&theirs);
 	if (n != (ssize_t)sizeof(p)) {
 		/* The doorbell goes too: the server may or may not have kept its end. */
@@ -321,7 +319,7 @@ void lgr_withdraw(struct lgr *g, uint64_t conn_id)
 	struct clc_withdraw w;
 
 	clc_withdraw_init(&w, conn_id);
-	dev->ctl_send(g->ctl, &w, sizeof(w), NULL, 0);
+	g->dev->ctl_send(g->ctl, &w, sizeof(w), NULL, 0);
 }
 
 void lgr_client_poll(struct lgr *g)
@@ -335,7 +333,7 @@ void lgr_client_poll(struct lgr *g)
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		int nfds = CLC_FD_MAX;
-		ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+		ssize_t n = g->dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
 		if (n == -EAGAIN)
 			break;
 		if (n <= 0) {
@@ -409,31 +407,30 @@ static void adopted_trim(uint64_t now)
 	}
 }
 
-struct arena *lgr_arena_adopt(int fd, uint64_t size)
+struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, uint64_t size)
 {
-	struct stat st;
-	struct arena *a;
+	struct arena want = {.dev = dev, .fd = fd, .id = id, .size = size}, *a;
 
-	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size) {
-		real.close(fd);
+	if (dev->arena_ident(&want) < 0) {
+		if (fd >= 0)
+			real.close(fd);
 		return NULL;
 	}
 	pthread_mutex_lock(&adopted_lock);
 	for (a = adopted; a; a = a->next)
-		if (a->ino == st.st_ino && a->dev == st.st_dev)
+		if (a->dev == dev && a->ident[0] == want.ident[0] && a->ident[1] == want.ident[1])
 			break;
 	if (a) {
-		real.close(fd);
-	} else if ((a = calloc(1, sizeof(*a))) && (a->base = arena_map(fd, size))) {
-		a->fd = sys_fd_high(fd);
-		a->size = size;
-		a->dev = st.st_dev;
-		a->ino = st.st_ino;
+		if (fd >= 0)
+			real.close(fd);
+	} else if ((a = arena_new(dev, 0, fd, id, size))) {
+		if (a->fd >= 0)
+			a->fd = sys_fd_high(a->fd);
+		a->ident[0] = want.ident[0];
+		a->ident[1] = want.ident[1];
 		a->next = adopted;
 		adopted = a;
-	} else {
-		free(a);
-		a = NULL;
+	} else if (fd >= 0) {
 		real.close(fd);
 	}
 	if (a)
@@ -568,56 +565,35 @@ struct prop {
 
 static struct {
 	pthread_mutex_t lock;
-	int lfd, ep;
-	char name[64];
+	struct dev_srv ds[DEV_KINDS]; /* our endpoint on each device */
+	int open;               /* endpoints open */
 	struct prop *unresolved;
 	struct prop *bucket[NBUCKETS];
 	int nlisteners;
-	struct lgr *lgrs;       /* link groups whose channels ep watches */
+	struct lgr *lgrs;       /* link groups whose channels the endpoints watch */
 	struct lgr *last;       /* where the last matched proposal came from (a reference) */
-} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL, NULL};
+} srv = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	 .ds = {[0 ... DEV_KINDS - 1] = {.lfd = -1, .ep = -1}}};
 
 int lgr_server_listening(void)
 {
 	return srv.nlisteners > 0;
 }
 
-const char *lgr_server_name(void)
+const char *lgr_server_name(const struct dev_ops *dev)
 {
-	return srv.name;
+	return srv.ds[dev->kind].name;
 }
 
 int lgr_server_start(void)
 {
-	char path[4200];
-	uint32_t rnd = 0;
-	int e = 0;
-
 	pthread_mutex_lock(&srv.lock);
-	if (srv.lfd >= 0)
-		goto out;
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
-		rnd = (uint32_t)sys_now_ns();
-	if (config_rundir_ready() < 0) {
-		e = -1;
-		goto out;
+	for (int i = 0; i < dev_count; i++) {
+		struct dev_srv *ds = &srv.ds[dev_list[i]->kind];
+		if (ds->lfd < 0 && dev_list[i]->srv_open(ds) == 0)
+			srv.open++;
 	}
-	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
-	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
-	/* The epoll set outlives control sockets: link groups stay in it. */
-	if (srv.ep < 0)
-		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
-	int lfd = dev->ctl_listen(path);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	if (lfd < 0 || srv.ep < 0 || real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
-		e = -1;
-		if (lfd >= 0)
-			real.close(lfd);
-		srv.name[0] = 0;
-		goto out;
-	}
-	srv.lfd = lfd;
-out:
+	int e = srv.open ? 0 : -1;
 	if (!e)
 		srv.nlisteners++;
 	pthread_mutex_unlock(&srv.lock);
@@ -692,7 +668,7 @@ static void server_lgr_dead(struct lgr *g)
 	 * and its channel, read again, says again that it is gone. */
 	if (g->dead)
 		return;
-	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
+	g->dev->srv_unwatch(&srv.ds[g->dev->kind], g->ctl);
 	if (srv.last == g) {
 		srv.last = NULL;
 		lgr_put(g);
@@ -730,25 +706,17 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 
 	if (p->flags & CLC_F_NEW_ARENA) {
 		int fd = fds[CLC_FD_ARENA];
-		a = NULL;
-		if (!arena_find(g, p->arena_id) && (a = calloc(1, sizeof(*a)))) {
-			a->base = arena_map(fd, p->arena_size);
-			if (!a->base) {
-				free(a);
-				a = NULL;
-			}
-		}
-		if (a)
-			a->fd = sys_fd_high(fd);
-		else
+		a = arena_find(g, p->arena_id) ? NULL
+					       : arena_new(g->dev, 0, fd, p->arena_id, p->arena_size);
+		if (a && a->fd >= 0)
+			a->fd = sys_fd_high(a->fd);
+		else if (!a && fd >= 0)
 			real.close(fd);
 		if (!a) {
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
 			goto drop;
 		}
-		a->id = p->arena_id;
-		a->size = p->arena_size;
 		a->next = g->arenas;
 		g->arenas = a;
 	}
@@ -798,7 +766,7 @@ static int server_read_one(struct lgr *g)
 	char buf[256];
 	int fds[CLC_FD_MAX], nfds = CLC_FD_MAX;
 	union clc_msg m;
-	ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+	ssize_t n = g->dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
 
 	if (n == -EAGAIN)
 		return 0;
@@ -828,58 +796,58 @@ static void server_read(struct lgr *g)
 		;
 }
 
+/* Takes in the link groups new at dev's endpoint, and what each has to say. */
+static void server_accept(const struct dev_ops *dev, struct dev_srv *ds)
+{
+	int ctl;
+
+	while ((ctl = dev->srv_accept(ds)) >= 0) {
+		struct lgr *g = lgr_new(dev, LGR_SERVER, ctl);
+		if (!g) {
+			dev->ctl_close(ctl);
+			continue;
+		}
+		if (dev->srv_watch(ds, ctl, g) < 0) {
+			lgr_put(g);
+			continue;
+		}
+		g->next = srv.lgrs;
+		srv.lgrs = g;
+		server_read(g);
+	}
+}
+
 /* Takes in every queued link group and message. Called with srv.lock held. */
 static void server_drain(void)
 {
-	struct epoll_event ev[64];
+	void *tags[64];
 	int n;
 
-	do {
-		n = real.epoll_wait(srv.ep, ev, 64, 0);
-		for (int i = 0; i < n; i++) {
-			struct lgr *g = ev[i].data.ptr;
-			if (g) {
-				if (!g->dead)
+	for (int d = 0; d < dev_count; d++) {
+		const struct dev_ops *dev = dev_list[d];
+		struct dev_srv *ds = &srv.ds[dev->kind];
+		if (ds->ep < 0 && ds->lfd < 0)
+			continue;
+		do {
+			n = dev->srv_events(ds, tags, 64);
+			for (int i = 0; i < n; i++) {
+				struct lgr *g = tags[i];
+				if (!g)
+					server_accept(dev, ds);
+				else if (!g->dead)
 					server_read(g);
-				continue;
 			}
-			int fd;
-			while ((fd = dev->ctl_accept(srv.lfd)) >= 0) {
-				struct epoll_event e2 = {.events = EPOLLIN};
-				g = lgr_new(LGR_SERVER, fd);
-				if (!g) {
-					real.close(fd);
-					continue;
-				}
-				e2.data.ptr = g;
-				if (real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, fd, &e2) < 0) {
-					lgr_put(g);
-					continue;
-				}
-				g->next = srv.lgrs;
-				srv.lgrs = g;
-				server_read(g);
-			}
-		}
-	} while (n == 64);
+		} while (n == 64);
+	}
 }
 
-static int sock_names(int fd, struct addr *local, struct addr *peer)
+/* The header of the segment a proposal names (its bounds were checked on
+ * arrival). */
+static struct seg_hdr *prop_hdr(const struct prop *p)
 {
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof(ss);
+	struct arena *a = arena_find(p->lgr, p->p.arena_id);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
-		return -1;
-	addr_from_sockaddr(local, (struct sockaddr *)&ss);
-	if (!local->port)
-		return -1;
-	l = sizeof(ss);
-	if (peer && getpeername(fd, (struct sockaddr *)&ss, &l) < 0)
-		return -1;
-	if (peer)
-		addr_from_sockaddr(peer, (struct sockaddr *)&ss);
-	return 0;
+	return (struct seg_hdr *)(a->base + p->p.seg_off);
 }
 
 static int prop_stale(struct prop *p, const void *now)
@@ -902,7 +870,7 @@ static void server_resolve(void)
 
 	for (struct prop **pp = &srv.unresolved; *pp;) {
 		struct prop *p = *pp;
-		if (sock_names(p->fds[CLC_FD_TCP], &p->cl_local, &p->cl_peer) == 0) {
+		if (p->lgr->dev->bind_names(p->fds, prop_hdr(p), &p->cl_local, &p->cl_peer) == 0) {
 			*pp = p->next;
 			struct prop **b = &srv.bucket[p->cl_local.port % NBUCKETS];
 			p->next = *b;
@@ -988,7 +956,7 @@ int lgr_accepted_init(struct lgr_accepted *c, int fd, const struct sockaddr *pee
 	c->netns_cookie = netns_cookie;
 	addr_from_sockaddr(&c->peer, peer);
 	addr_from_sockaddr(&c->local, (const struct sockaddr *)bound);
-	return addr_is_any(&c->local) ? sock_names(fd, &c->local, NULL) : 0;
+	return addr_is_any(&c->local) ? addr_sock_names(fd, &c->local, NULL) : 0;
 }
 
 int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bell,
@@ -998,7 +966,7 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 	struct prop *hit = NULL;
 
 	pthread_mutex_lock(&srv.lock);
-	if (srv.lfd < 0) {
+	if (!srv.open) {
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
@@ -1044,7 +1012,7 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 	struct prop *hit;
 
 	pthread_mutex_lock(&srv.lock);
-	if (srv.lfd < 0) {
+	if (!srv.open) {
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
@@ -1093,7 +1061,7 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 
 int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc, int *bell)
 {
-	struct arena *a = lgr_arena_adopt(fds[CLC_HFD_ARENA], p->arena_size);
+	struct arena *a = lgr_arena_adopt(&dev_lo, fds[CLC_HFD_ARENA], p->arena_id, p->arena_size);
 
 	fds[CLC_HFD_ARENA] = -1;
 	/* The decoder bounded the segment; the arena we mapped must hold it too. */
@@ -1114,11 +1082,7 @@ int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc
 
 int lgr_hangs_up(struct lgr *g, int ms)
 {
-	struct pollfd pf = {g->ctl, 0, 0};
-
-	if (g->dead)
-		return 1;
-	return g->ctl >= 0 && real.poll(&pf, 1, ms) == 1 && (pf.revents & (POLLHUP | POLLERR));
+	return g->dead || (g->ctl >= 0 && g->dev->ctl_hangs_up(g->ctl, ms));
 }
 
 void lgr_peer_vanished(struct lgr *g)
@@ -1145,27 +1109,26 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 		return; /* handed off by a sibling: the client's channel is the sibling's */
 
 	clc_decline_init(&d, conn_id, code);
-	dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
+	g->dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
 }
 
 void lgr_server_listener_gone(void)
 {
-	char path[4200];
 	int last = 0;
 
 	pthread_mutex_lock(&srv.lock);
-	if (--srv.nlisteners == 0 && srv.lfd >= 0) {
+	if (--srv.nlisteners == 0 && srv.open) {
 		last = 1;
 		server_drain();
 		props_filter(prop_any, NULL, decline_code(DECL_NO_DEVICE));
 		/* Link groups already open keep their channels; new clients find no
-		 * listener here any more, so the name goes. */
-		snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
-		unlink(path);
-		real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, srv.lfd, NULL);
-		real.close(srv.lfd);
-		srv.lfd = -1;
-		srv.name[0] = 0;
+		 * endpoint here any more. */
+		for (int i = 0; i < dev_count; i++) {
+			struct dev_srv *ds = &srv.ds[dev_list[i]->kind];
+			if (ds->lfd >= 0)
+				dev_list[i]->srv_close(ds);
+		}
+		srv.open = 0;
 	}
 	pthread_mutex_unlock(&srv.lock);
 	/* Outside srv.lock: answering siblings takes it under the handoff's locks. */
@@ -1180,7 +1143,7 @@ static void forget_in_child(struct lgr *g)
 {
 	pthread_mutex_init(&g->lock, NULL);
 	g->dead = 1;
-	real.close(g->ctl);
+	g->dev->ctl_close(g->ctl);
 	g->ctl = -1;
 	bellcache_clear(&g->kept);
 	for (struct seg_ref *r = g->free; r; r = r->next)
@@ -1199,11 +1162,9 @@ void lgr_atfork_child(void)
 	 * them leaves the parent's intact. */
 	pthread_mutex_init(&clients_lock, NULL);
 	pthread_mutex_init(&srv.lock, NULL);
-	/* The epoll set came with the fork: the parent's instance, naming link groups
-	 * by addresses that mean something only in the parent. The child gets its
-	 * own, watching the shared control socket for new link groups only: the
-	 * parent's channels stay the parent's, and their connections that the child
-	 * holds need them no more (a dead peer's FIN still arrives on TCP). */
+	/* The parent's channels stay the parent's, and their connections that the
+	 * child holds need them no more (a dead peer's FIN still arrives on TCP):
+	 * the child watches the endpoints for new link groups only. */
 	for (struct lgr *g = srv.lgrs, *n; g; g = n) {
 		n = g->next;
 		forget_in_child(g);
@@ -1212,13 +1173,8 @@ void lgr_atfork_child(void)
 	if (srv.last)
 		lgr_put(srv.last);
 	srv.last = NULL;
-	if (srv.ep >= 0) {
-		real.close(srv.ep);
-		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-		if (srv.ep >= 0 && srv.lfd >= 0)
-			real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, srv.lfd, &ev);
-	}
+	for (int i = 0; i < dev_count; i++)
+		dev_list[i]->srv_atfork_child(&srv.ds[dev_list[i]->kind]);
 	for (struct lgr *g = clients, *n; g; g = n) {
 		n = g->next;
 		forget_in_child(g);

@@ -20,15 +20,18 @@
 #include "segment.h"
 
 struct usock;
+struct dev_ops;
 
 struct arena {
+	const struct dev_ops *dev;
 	uint32_t id;
-	int fd;                 /* its memfd, kept so that exec() can hand it over */
-	int unsent;             /* client: the memfd still has to go with a proposal */
+	int fd;                 /* lo: its memfd, kept so that exec() can hand it over */
+	int unsent;             /* client: the proposal announcing it has yet to go */
 	int refs;               /* adopted: connections using it */
 	uint64_t idle_since;    /* adopted, none using it: since when (sys_now_ns) */
-	dev_t dev;              /* adopted: its memfd, told apart from others without */
-	ino_t ino;              /* a system call per arena at every adoption */
+	/* adopted: what tells it from others without a system call per arena at
+	 * every adoption (dev_ops.arena_ident) */
+	uint64_t ident[2];
 	unsigned char *base;
 	uint64_t size;
 	uint64_t bump;          /* client: first never-used byte */
@@ -48,9 +51,10 @@ struct seg_ref {
 enum lgr_role { LGR_CLIENT, LGR_SERVER };
 
 struct lgr {
+	const struct dev_ops *dev;
 	enum lgr_role role;
-	int ctl;
-	char peer[256];         /* client: path of the listener's control socket */
+	int ctl;                /* the device's handle of the control channel */
+	char peer[256];         /* client: the registry's path of the listener's endpoint */
 	pthread_mutex_t lock;
 	int refs;               /* connections using it + 1 while it is usable */
 	int dead;               /* the channel hung up or broke */
@@ -79,8 +83,9 @@ struct seg_loc {
 };
 #define SEG_BELL_UNKNOWN UINT32_MAX
 
-/* Client: find or open the link group to a listener; returns it referenced. */
-struct lgr *lgr_client_get(const char *path);
+/* Client: find or open the link group to a listener's endpoint on dev; returns
+ * it referenced. */
+struct lgr *lgr_client_get(const struct dev_ops *dev, const char *path);
 /* Client: carve a segment, initialise it PENDING, and send the proposal for it with
  * our TCP socket and, unless the segment's is kept, the server's end of a new
  * doorbell. bell gets our end (we sleep on it and ring through it). Returns 0 or
@@ -101,9 +106,9 @@ void lgr_unpend(struct usock *s);
 /* Drops a connection's hold on its segment without releasing it: another
  * process still holds the connection's end. */
 void lgr_seg_forget(struct seg_loc *loc);
-/* After exec(): map an arena handed over by the previous program (taking over
- * fd), or find the one already mapped from the same memfd. NULL on failure. */
-struct arena *lgr_arena_adopt(int fd, uint64_t size);
+/* After exec(): map an arena of dev handed over by the previous program (taking
+ * over fd), or find the one already mapped. NULL on failure. */
+struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, uint64_t size);
 
 /* Both: give a connection's segment (s->seg) back and drop the connection's
  * reference (a connection adopted after exec() has no link group: lgr is NULL).
@@ -119,9 +124,12 @@ void lgr_peer_vanished(struct lgr *g);
 /* Whether the peer's end of the channel hangs up within ms (its process ended). */
 int lgr_hangs_up(struct lgr *g, int ms);
 
-/* Server: start accepting link groups on this process's control socket. */
+/* Server: start accepting link groups at this process's endpoint on each device
+ * (a listener opens them, its last close closes them). Returns 0 when one at
+ * least is open. */
 int lgr_server_start(void);
-const char *lgr_server_name(void);
+/* The endpoint's name on dev, "" when it is not open. */
+const char *lgr_server_name(const struct dev_ops *dev);
 /* Whether this process has an accelerated listener. */
 int lgr_server_listening(void);
 /* Server: a connection accept() returned, as proposals name it. */

@@ -153,6 +153,7 @@ void shm_teardown(struct usock *s, int clean)
 {
 	int bell = s->bell;
 
+	conn_bell_release(s);
 	/* A peer that closed says so in its line; one that was seen gone without
 	 * that was killed, and its process may have taken its link group along. */
 	if (s->seg.hdr && s->seg.lgr && s->rx.sh &&

@@ -142,6 +142,7 @@ int conn_close(struct usock *s, int fd)
 		struct holders *h = s->hold;
 		if ((m == MODE_PENDING || m == MODE_SHM) && holders_drop(h) > 0) {
 			/* Another process still holds this end: only our copies go. */
+			conn_bell_release(s);
 			bell_close(&s->bell);
 			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;

@@ -99,7 +99,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	}
 	uint64_t rs[2] = {ring_for(s->sndbuf, cfg.send_ring), ring_for(s->rcvbuf, cfg.recv_ring)};
 	registry_proposing(addr);
-	e = lgr_propose(g, s, fd, rs, &s->seg, &bell);
+	e = lgr_propose(g, s, fd, addr, rs, &s->seg, &bell);
 	if (e == -EPIPE || e == -ECONNRESET) {
 		/* The listener's process is gone: its entry goes too. */
 		why = DECL_NO_DEVICE;
@@ -123,6 +123,10 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	atomic_store(&s->mode, MODE_PENDING);
 	r = real.connect(fd, addr, len);
 	e = errno;
+	/* Our name is known once connect() has begun: a device that binds by
+	 * names publishes it for the server. */
+	if (dev->bind_publish && (r == 0 || e == EINPROGRESS || e == EINTR))
+		dev->bind_publish(s->seg.hdr, fd, addr);
 	if (r == 0) {
 		s->connected = 1;
 	} else if (e != EINPROGRESS && e != EINTR) {

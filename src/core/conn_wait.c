@@ -180,12 +180,14 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 }
 
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
- * group's channel speaks or hangs up, or the deadline passes. Returns 0 to
- * re-check, -ETIMEDOUT or -EINTR. */
+ * group's channel speaks or hangs up, the device wants a look (its wake
+ * descriptor), or the deadline passes. Returns 0 to re-check, -ETIMEDOUT or
+ * -EINTR. */
 int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
 {
-	struct pollfd pf[3];
+	struct pollfd pf[4];
 	struct lgr *g = s->seg.lgr;
+	const struct dev_ops *dev = s->dev;
 	int pending = mode_of(s) == MODE_PENDING;
 
 	uint64_t dl = deadline, recheck = atomic_load_explicit(&s->recheck_ns, memory_order_relaxed);
@@ -194,11 +196,13 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	/* A handler that runs while we spin interrupts the call as it would
 	 * have interrupted the sleep. */
 	signal_wait_begin();
+	if (dev->wake_soon)
+		dev->wake_soon();
 	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
 	if (signal_caught())
 		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
-	if (s->connected && (events == POLLIN || events == POLLOUT)) {
+	if (s->connected && (events == POLLIN || events == POLLOUT) && (dev->flags & DEV_F_FUTEX)) {
 		/* The attach wakes the futex like data does; what rings nothing (a
 		 * decline, a plain peer) is looked for at the next recheck. */
 		int r = futex_wait_one(s, fd, events, dl, has_timeout);
@@ -209,20 +213,23 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 		pf[0].events |= POLLOUT;
 	pf[1] = (struct pollfd){ctl_fd(g), (short)(pending ? POLLIN : 0), 0};
 	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
+	pf[3] = (struct pollfd){dev->wake_fd ? dev->wake_fd() : -1, POLLIN, 0};
 	conn_arm_wait_begin(s);
 	conn_bell_wait_begin(s);
 	if (s->connected)
 		arm_bell(s, events);
-	if (shm_ready(s, &s->tx, &s->rx, events)) {
+	/* A handler that ran since the call began interrupts it now, as one
+	 * that runs during the sleep will. */
+	int caught = signal_caught();
+	if (caught || shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
 		conn_bell_wait_end(s);
 		conn_arm_wait_end(s);
-		return 0;
+		return !caught || (!has_timeout && signal_wait_restart()) ? 0 : -EINTR;
 	}
 	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
-	signal_wait_begin();
 	op_unlock(s, d);
-	int r = real.poll(pf, 3, sys_ms_left(dl));
+	int r = real.poll(pf, 4, sys_ms_left(dl));
 	int e = errno;
 	op_lock(s, d);
 	conn_disarm(s, events);
@@ -235,6 +242,13 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	}
 	if (r == 0)
 		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
+	if (pf[3].revents) {
+		dev->wake_tick();
+		/* Woken to look, not for this call: a handler that ran since the
+		 * sleep interrupts the call as if it had come during it. */
+		if (signal_caught())
+			return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
+	}
 	if (pf[2].revents)
 		conn_bell_clear(s, NULL);
 	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))

@@ -36,6 +36,14 @@ void bell_take(struct usock *s, int bell)
 	s->dev = s->seg.arena->dev;
 	s->bell = bell;
 	atomic_store_explicit(&s->bells_drained, 0u - unread, memory_order_relaxed);
+	if (s->dev->bell_route)
+		s->dev->bell_route(&s->seg, bell, &s->peer_lost);
+}
+
+void conn_bell_release(struct usock *s)
+{
+	if (s->bell >= 0 && s->seg.arena && s->dev->bell_unroute)
+		s->dev->bell_unroute(&s->seg, s->bell);
 }
 
 /* Wakes a waiter the way it asked for: its futex, its doorbell, or both when a

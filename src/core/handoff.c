@@ -146,13 +146,16 @@ struct reply_to {
 	uint64_t seq;
 };
 
-static int send_handoff(void *ctx, const struct clc_proposal *p, const int *fds)
+static int send_handoff(void *ctx, const struct lgr_gift *g)
 {
 	const struct reply_to *t = ctx;
 	struct clc_handoff h;
 
-	clc_handoff_init(&h, t->seq, p);
-	return dev->ctl_send(t->fd, &h, sizeof(h), fds, CLC_HFD_MAX) == (ssize_t)sizeof(h) ? 0 : -1;
+	clc_handoff_init(&h, t->seq, &g->p);
+	h.dev = g->dev;
+	h.link[0] = g->link[0];
+	h.link[1] = g->link[1];
+	return dev->ctl_send(t->fd, &h, sizeof(h), g->fds, g->nfds) == (ssize_t)sizeof(h) ? 0 : -1;
 }
 
 /* The 4-tuple an ASK names, and back. */
@@ -417,7 +420,7 @@ int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, 
 				continue;
 			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
 			if (ok && m.handoff.found) {
-				got = lgr_server_adopt(&m.handoff.p, fds, loc, bell);
+				got = lgr_server_adopt(&m.handoff, fds, loc, bell);
 				if (got) {
 					*conn_id = m.handoff.p.conn_id;
 					stat_add(STAT_HANDOFFS, 1);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,15 +51,15 @@ static void seg_list_free(struct seg_ref *r)
 }
 
 /* A new arena of dev's (make: ours, to carve; else as a proposal named it),
- * mapped. */
-static struct arena *arena_new(const struct dev_ops *dev, int make, int fd, uint32_t id,
+ * mapped, for the link group whose channel is ctl. */
+static struct arena *arena_new(const struct dev_ops *dev, int ctl, int make, int fd, uint32_t id,
 			       uint64_t size)
 {
 	struct arena *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return NULL;
-	*a = (struct arena){.dev = dev, .fd = fd, .id = id, .size = size};
+	*a = (struct arena){.dev = dev, .fd = fd, .id = id, .size = size, .ctl = ctl, .mine = make};
 	if ((make ? dev->arena_create(a, size) : dev->arena_map(a)) < 0) {
 		free(a);
 		return NULL;
@@ -211,8 +212,7 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 		if (a->size - a->bump >= size)
 			break;
 	if (!a) {
-		uint64_t asz = cfg.arena_size > size ? cfg.arena_size : size;
-		if (!(a = arena_new(g->dev, 1, -1, 0, asz)))
+		if (!(a = arena_new(g->dev, g->ctl, 1, -1, 0, size)))
 			return -ENOMEM;
 		a->unsent = 1;
 		/* A device that names its arenas itself has set the id. */
@@ -241,13 +241,14 @@ static int bell_new(const struct dev_ops *dev, int *ours, int *theirs)
 	return 0;
 }
 
-int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, int *bell)
+int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const struct sockaddr *dst,
+		const uint64_t ring_size[2], struct seg_loc *loc, int *bell)
 {
 	struct clc_proposal p;
 	struct arena *a;
 	uint64_t off, size = seg_bytes(ring_size);
-	int fds[CLC_FD_MAX], nfds = 1, theirs = -1, e;
+	int fds[CLC_FD_MAX], nfds = 0, theirs = -1, kept = 0, e;
+	int passes = (g->dev->flags & DEV_F_PASSES_FDS) != 0;
 	uint32_t unread;
 
 	pthread_mutex_lock(&g->lock);
@@ -259,6 +260,8 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	if (!e && *bell < 0) {
 		unread = 0;
 		e = bell_new(g->dev, bell, &theirs);
+	} else if (!e) {
+		kept = 1;
 	}
 	if (e) {
 		pthread_mutex_unlock(&g->lock);
@@ -268,6 +271,8 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	memset(h, 0, sizeof(*h));
 	h->magic = SEG_MAGIC;
 	atomic_store_explicit(&h->state, SEG_PENDING, memory_order_release);
+	if (g->dev->bind_publish)
+		g->dev->bind_publish(h, -1, dst);
 
 	clc_proposal_init(&p);
 	p.arena_id = a->id;
@@ -276,15 +281,19 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	p.seg_size = size;
 	p.ring_size[0] = ring_size[0];
 	p.ring_size[1] = ring_size[1];
-	fds[CLC_FD_TCP] = tcpfd;
-	if (theirs < 0)
+	/* What the device passes along, in CLC_FD_* order; without, the server
+	 * makes its own doorbell end and finds the arena by its id. */
+	if (passes)
+		fds[nfds++] = tcpfd;
+	if (kept)
 		p.flags |= CLC_F_BELL_KEPT;
-	else
+	else if (theirs >= 0)
 		fds[nfds++] = theirs;
 	if (a->unsent) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
-		fds[nfds++] = a->fd;
+		if (passes)
+			fds[nfds++] = a->fd;
 	}
 	ssize_t n = g->dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
 	bell_close(&theirs);
@@ -347,7 +356,7 @@ void lgr_client_poll(struct lgr *g)
 		}
 		for (int i = 0; i < nfds; i++)
 			real.close(fds[i]);
-		int e = clc_decode(buf, (size_t)n, nfds, &m);
+		int e = clc_decode(buf, (size_t)n, g->dev->flags & DEV_F_PASSES_FDS ? nfds : CLC_NFDS_NONE, &m);
 		if (e || m.hdr.type != CLC_DECLINE) {
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			continue;
@@ -407,7 +416,8 @@ static void adopted_trim(uint64_t now)
 	}
 }
 
-struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, uint64_t size)
+struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, uint64_t size,
+			      const uint64_t link[2])
 {
 	struct arena want = {.dev = dev, .fd = fd, .id = id, .size = size}, *a;
 
@@ -423,7 +433,8 @@ struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, ui
 	if (a) {
 		if (fd >= 0)
 			real.close(fd);
-	} else if ((a = arena_new(dev, 0, fd, id, size))) {
+	} else if ((a = arena_new(dev, dev->ctl_adopt ? dev->ctl_adopt(link) : -1, 0, fd, id,
+				  size))) {
 		if (a->fd >= 0)
 			a->fd = sys_fd_high(a->fd);
 		a->ident[0] = want.ident[0];
@@ -572,6 +583,13 @@ static struct {
 	int nlisteners;
 	struct lgr *lgrs;       /* link groups whose channels the endpoints watch */
 	struct lgr *last;       /* where the last matched proposal came from (a reference) */
+	/* Connections accepted as plain while a late binding was awaited
+	 * (take_proposal): a proposal that binds to one of them afterwards is
+	 * declined at once, so that its client falls back without waiting. */
+	struct gave_up {
+		struct addr local, peer;
+	} gave_up[16];
+	unsigned ngave_up;
 } srv = {.lock = PTHREAD_MUTEX_INITIALIZER,
 	 .ds = {[0 ... DEV_KINDS - 1] = {.lfd = -1, .ep = -1}}};
 
@@ -688,17 +706,20 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	int fds[CLC_FD_MAX] = {-1, -1, -1}, k = 0, kept = (p->flags & CLC_F_BELL_KEPT) != 0;
 	uint32_t unread = 0;
 
-	/* Into the full layout: the TCP socket, the doorbell, the arena. */
-	fds[CLC_FD_TCP] = got[k++];
-	if (!kept)
-		fds[CLC_FD_BELL] = got[k++];
-	if (p->flags & CLC_F_NEW_ARENA)
-		fds[CLC_FD_ARENA] = got[k++];
+	/* Into the full layout: the TCP socket, the doorbell, the arena, for a
+	 * device that passes them. */
+	if (g->dev->flags & DEV_F_PASSES_FDS) {
+		fds[CLC_FD_TCP] = got[k++];
+		if (!kept)
+			fds[CLC_FD_BELL] = got[k++];
+		if (p->flags & CLC_F_NEW_ARENA)
+			fds[CLC_FD_ARENA] = got[k++];
+	}
 
 	/* Ids only grow: a replayed or reordered proposal is refused outright. */
 	if (p->conn_id <= g->next_conn_id) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
-		if (p->flags & CLC_F_NEW_ARENA)
+		if (fds[CLC_FD_ARENA] >= 0)
 			real.close(fds[CLC_FD_ARENA]);
 		goto drop;
 	}
@@ -706,8 +727,9 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 
 	if (p->flags & CLC_F_NEW_ARENA) {
 		int fd = fds[CLC_FD_ARENA];
-		a = arena_find(g, p->arena_id) ? NULL
-					       : arena_new(g->dev, 0, fd, p->arena_id, p->arena_size);
+		a = arena_find(g, p->arena_id)
+			    ? NULL
+			    : arena_new(g->dev, g->ctl, 0, fd, p->arena_id, p->arena_size);
 		if (a && a->fd >= 0)
 			a->fd = sys_fd_high(a->fd);
 		else if (!a && fd >= 0)
@@ -735,6 +757,12 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	else
 		bellcache_drop(&g->kept, key);
 	pthread_mutex_unlock(&g->lock);
+	/* A device that passes none: our end is made here. */
+	int none = -1;
+	if (!kept && fds[CLC_FD_BELL] < 0 && bell_new(g->dev, &fds[CLC_FD_BELL], &none) < 0) {
+		lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
+		goto drop;
+	}
 	if (fds[CLC_FD_BELL] < 0) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
@@ -755,7 +783,8 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	srv.unresolved = n;
 	return;
 drop:
-	real.close(fds[CLC_FD_TCP]);
+	if (fds[CLC_FD_TCP] >= 0)
+		real.close(fds[CLC_FD_TCP]);
 	bell_close(&fds[CLC_FD_BELL]);
 }
 
@@ -774,7 +803,9 @@ static int server_read_one(struct lgr *g)
 		server_lgr_dead(g);
 		return 0;
 	}
-	int e = n < 0 ? CLC_EFDS : clc_decode(buf, (size_t)n, nfds, &m);
+	int e = n < 0 ? CLC_EFDS
+		      : clc_decode(buf, (size_t)n,
+				   g->dev->flags & DEV_F_PASSES_FDS ? nfds : CLC_NFDS_NONE, &m);
 	if (!e && m.hdr.type == CLC_PROPOSAL) {
 		server_take_proposal(g, &m.proposal, fds);
 		return 1;
@@ -858,6 +889,18 @@ static int prop_stale(struct prop *p, const void *now)
 /* Moves proposals whose client socket is now connected into the buckets, and,
  * now and then, expires those nobody accepted (a socket connected to
  * some other listener, a NAT we could not recognise): each holds descriptors. */
+/* p binds to a connection accepted as plain already. */
+static int went_plain(const struct prop *p)
+{
+	unsigned n = srv.ngave_up < 16 ? srv.ngave_up : 16;
+
+	for (unsigned i = 0; i < n; i++)
+		if (addr_equal(&srv.gave_up[i].local, &p->cl_peer) &&
+		    addr_equal(&srv.gave_up[i].peer, &p->cl_local))
+			return 1;
+	return 0;
+}
+
 static void server_resolve(void)
 {
 	static uint64_t last_sweep;
@@ -872,6 +915,10 @@ static void server_resolve(void)
 		struct prop *p = *pp;
 		if (p->lgr->dev->bind_names(p->fds, prop_hdr(p), &p->cl_local, &p->cl_peer) == 0) {
 			*pp = p->next;
+			if (went_plain(p)) {
+				prop_drop(p, decline_code(DECL_TIMEOUT));
+				continue;
+			}
 			struct prop **b = &srv.bucket[p->cl_local.port % NBUCKETS];
 			p->next = *b;
 			*b = p;
@@ -905,8 +952,9 @@ static struct prop *bound_in(struct prop *hit, const struct addr *peer, uint64_t
 	uint64_t theirs = 0;
 	socklen_t l = sizeof(theirs);
 
-	/* A kernel without cookies cannot tell; the 4-tuple decides. */
-	if (!hit || !addr_is_loopback(peer) || !cookie ||
+	/* A kernel without cookies cannot tell, nor a device that passes no
+	 * socket; the 4-tuple decides. */
+	if (!hit || hit->fds[CLC_FD_TCP] < 0 || !addr_is_loopback(peer) || !cookie ||
 	    real.getsockopt(hit->fds[CLC_FD_TCP], SOL_SOCKET, SO_NETNS_COOKIE, &theirs, &l) < 0 ||
 	    theirs == cookie)
 		return hit;
@@ -928,6 +976,32 @@ static struct prop *take_match(const struct addr *local, const struct addr *peer
 	return NULL;
 }
 
+/* How long an acceptor waits for the names of a client of a device that binds
+ * late (DEV_F_BIND_LATE): it publishes them as soon as its connect() returns,
+ * which is about when the connection reaches accept(). */
+#define BIND_WAIT_NS (20 * 1000000ull)
+
+/* A proposal of a device that binds late, still without its client's names,
+ * that connects to local. */
+static int awaits(struct prop *p, const void *local)
+{
+	struct addr dst;
+
+	if (!(p->lgr->dev->flags & DEV_F_BIND_LATE) ||
+	    seg_bind_get(prop_hdr(p), SEG_BIND_DST, &dst) < 0)
+		return 0;
+	addr_reached(&dst);
+	return addr_equal(&dst, local);
+}
+
+static int awaited(const struct addr *local)
+{
+	for (struct prop *p = srv.unresolved; p; p = p->next)
+		if (awaits(p, local))
+			return 1;
+	return 0;
+}
+
 /* The proposal whose client socket mirrors local/peer, taken out of the table,
  * reading what the channels hold as far as needed. Called with srv.lock held. */
 static struct prop *take_proposal(const struct addr *local, const struct addr *peer)
@@ -945,6 +1019,19 @@ static struct prop *take_proposal(const struct addr *local, const struct addr *p
 		server_drain();
 		server_resolve();
 		hit = take_match(local, peer);
+	}
+	if (!hit && awaited(local)) {
+		uint64_t until = sys_now_ns() + BIND_WAIT_NS;
+		while (!hit && awaited(local) && sys_now_ns() < until) {
+			sched_yield();
+			server_drain();
+			server_resolve();
+			hit = take_match(local, peer);
+		}
+		/* If one of them was this connection's, which goes on as plain
+		 * TCP, its client falls back as soon as its names come. */
+		if (!hit)
+			srv.gave_up[srv.ngave_up++ % 16] = (struct gave_up){*local, *peer};
 	}
 	return hit;
 }
@@ -1000,14 +1087,15 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 				{hit->p.ring_size[0], hit->p.ring_size[1]},
 				(struct seg_hdr *)(a->base + hit->p.seg_off), hit->bell_unread, 0};
 	*conn_id = hit->p.conn_id;
-	real.close(hit->fds[CLC_FD_TCP]);
+	if (hit->fds[CLC_FD_TCP] >= 0)
+		real.close(hit->fds[CLC_FD_TCP]);
 	*bell = hit->fds[CLC_FD_BELL];
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
 }
 
 int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t netns_cookie,
-		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx)
+		    int (*send)(void *ctx, const struct lgr_gift *gift), void *ctx)
 {
 	struct prop *hit;
 
@@ -1023,22 +1111,30 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 		return 0;
 	/* While the sibling waits for this answer its client cannot have been
 	 * served, so it still holds its socket and closing our copy costs little. */
-	real.close(hit->fds[CLC_FD_TCP]);
+	if (hit->fds[CLC_FD_TCP] >= 0)
+		real.close(hit->fds[CLC_FD_TCP]);
 	hit->fds[CLC_FD_TCP] = -1;
 
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
-	struct clc_proposal p = hit->p;
+	struct lgr_gift gift = {.p = hit->p, .fds = {hit->fds[CLC_FD_BELL], a->fd}, .nfds = 2};
+	struct clc_proposal *p = &gift.p;
 	/* The arena's own descriptor goes along: sending copies it, and it stays
-	 * the link group's. So does the doorbell end's, kept for the segment's next
-	 * connection as if ours had ended (how many rings it holds then is the
-	 * sibling's to count). */
-	int fds[CLC_HFD_MAX] = {hit->fds[CLC_FD_BELL], a->fd};
-	p.flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
+	 * the link group's (a device that names arenas names it, and the channel
+	 * it rings the client through). So does the doorbell end's, kept for the
+	 * segment's next connection as if ours had ended (how many rings it holds
+	 * then is the sibling's to count). */
+	if (a->fd < 0) {
+		gift.dev = hit->lgr->dev->kind;
+		hit->lgr->dev->ctl_export(a->ctl, gift.link);
+		gift.nfds = 1;
+	}
+	p->flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
 	/* A kept end may still be watched here for its last connection: the
 	 * sibling's connection must not wake us. */
-	epoll_bell_gone(fds[CLC_HFD_BELL]);
-	p.arena_size = a->size;
-	if (send(ctx, &p, fds) < 0) {
+	epoll_bell_gone(gift.fds[CLC_HFD_BELL]);
+	p->arena_size = a->size;
+	int bell = gift.fds[CLC_HFD_BELL];
+	if (send(ctx, &gift) < 0) {
 		/* It stays ours, and we cannot attach it: the client falls back. */
 		prop_drop(hit, decline_code(DECL_MEMORY));
 		return 0;
@@ -1049,21 +1145,26 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 	 * proposal is declined: one connection falls back. */
 	struct lgr *g = hit->lgr;
 	pthread_mutex_lock(&g->lock);
-	if (!g->dead && bellcache_put(&g->kept, bellcache_key(p.arena_id, p.seg_off), fds[CLC_HFD_BELL],
-				      SEG_BELL_UNKNOWN) == 0)
-		fds[CLC_HFD_BELL] = -1;
+	if (!g->dead &&
+	    bellcache_put(&g->kept, bellcache_key(p->arena_id, p->seg_off), bell, SEG_BELL_UNKNOWN) == 0)
+		bell = -1;
 	pthread_mutex_unlock(&g->lock);
-	bell_close(&fds[CLC_HFD_BELL]);
+	bell_close(&bell);
 	lgr_put(g);
 	free(hit);
 	return 1;
 }
 
-int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc, int *bell)
+int lgr_server_adopt(const struct clc_handoff *h, int *fds, struct seg_loc *loc, int *bell)
 {
-	struct arena *a = lgr_arena_adopt(&dev_lo, fds[CLC_HFD_ARENA], p->arena_id, p->arena_size);
+	const struct clc_proposal *p = &h->p;
+	const struct dev_ops *dev = dev_of_kind((int)h->dev);
+	struct arena *a = !dev ? NULL
+			       : lgr_arena_adopt(dev, h->dev ? -1 : fds[CLC_HFD_ARENA], p->arena_id,
+						 p->arena_size, h->link);
 
-	fds[CLC_HFD_ARENA] = -1;
+	if (!h->dev)
+		fds[CLC_HFD_ARENA] = -1;
 	/* The decoder bounded the segment; the arena we mapped must hold it too. */
 	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);

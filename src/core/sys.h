@@ -104,6 +104,9 @@ void sys_atfork_child(void);
 /* Reads at most n - 1 bytes of a small file (under /proc) into buf, terminated;
  * returns how many, -1 if it cannot. Async-signal-safe. */
 ssize_t sys_read_file(const char *path, char *buf, size_t n);
+/* Whether process pid (of our pid namespace) has ended: gone, or a zombie its
+ * parent has not reaped yet. */
+int sys_pid_gone(pid_t pid);
 /* The receive buffer of a TCP socket nobody set one for, as getsockopt(SO_RCVBUF)
  * reports it (the second value of net.ipv4.tcp_rmem: a socket whose bytes go
  * through shared memory keeps it, the kernel never tunes it), read once. */

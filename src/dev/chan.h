@@ -38,7 +38,10 @@ struct chan_entry {
 	_Atomic uint64_t server;   /* key of the slot that took it; 0 before, and once let go */
 	uint64_t endpoint;         /* key of the endpoint it was opened to */
 	uint64_t mem_off;          /* its rings in the heap (CHAN_MEM_SIZE bytes) */
-	uint8_t reserved[88];
+	/* The processes that opened and took it, for a peer on their kernel to
+	 * see them exit (slots.h). */
+	_Atomic int32_t pid[2];
+	uint8_t reserved[80];
 };
 _Static_assert(sizeof(struct chan_entry) == 128, "channel entry layout");
 

@@ -36,6 +36,10 @@ enum dev_kind { DEV_LO, DEV_IVSHMEM, DEV_KINDS };
  * which the peer wakes; without, it sleeps on its doorbell and the device's
  * wake descriptor (dev_ops.wake_fd). */
 #define DEV_F_FUTEX 0x2u
+/* The binding comes after the proposal: the client publishes its socket's
+ * names once its connect() has begun (bind_publish), so an acceptor that finds
+ * no proposal for a connection waits a moment for one naming its address. */
+#define DEV_F_BIND_LATE 0x4u
 
 /* The endpoint a process's link groups come to, and what watches their channels;
  * each device uses the fields its way. */
@@ -53,10 +57,11 @@ struct dev_ops {
 	 * for its channel to hang up before taking it for a FIN (conn_close.c). */
 	int death_wait_ms;
 
-	/* Arenas: memory from which connection segments are carved. The creator
-	 * gets a->base, a->size, a->fd (a descriptor exec() and siblings can be
-	 * handed, or -1) and, for a device that names arenas itself, a->id. The
-	 * other side maps what a proposal named (a->fd or a->id, a->size);
+	/* Arenas: memory from which connection segments are carved, at least size
+	 * bytes. The creator gets a->base, a->size, a->fd (a descriptor exec() and
+	 * siblings can be handed, or -1) and, for a device that names arenas
+	 * itself, a->id. The other side maps what a proposal named (a->fd or
+	 * a->id, a->size); a->ctl is the channel it is announced on, or came with.
 	 * arena_ident() fills a->ident, by which an arena adopted twice is told to
 	 * be one. release() undoes whichever was done. */
 	int (*arena_create)(struct arena *a, uint64_t size);
@@ -72,6 +77,17 @@ struct dev_ops {
 	int (*doorbell_create)(int fds[2]);
 	void (*doorbell_ring)(const struct seg_loc *loc, int fd);
 	void (*doorbell_clear)(int fd);
+	/* For a device whose peer cannot write our doorbell itself: the end fd
+	 * serves loc's connection (routed) or no more (unrouted), and when the
+	 * device finds the peer gone for good (its lease ran out) it sets *lost
+	 * and rings fd. NULL when the peer rings the descriptor. */
+	void (*bell_route)(const struct seg_loc *loc, int fd, _Atomic int *lost);
+	void (*bell_unroute)(const struct seg_loc *loc, int fd);
+
+	/* The connection of loc will be held by another process too (fork, exec,
+	 * a descriptor passed on): its memory must outlive this process's hold.
+	 * NULL when the kernel keeps it alive. */
+	void (*seg_shared)(const struct seg_loc *loc);
 
 	/* Control channels: reliable, message-oriented, saying when the peer is
 	 * gone. A handle is the device's; ctl_pollfd() is a descriptor that is
@@ -84,6 +100,11 @@ struct dev_ops {
 	/* Whether the peer's end hangs up within ms (its process ended). */
 	int (*ctl_hangs_up)(int ctl, int ms);
 	int (*ctl_pollfd)(int ctl);
+	/* A connection handed to another program names its channel by link, from
+	 * which ctl_adopt() makes a handle it can ring the peer through (NULL:
+	 * the device needs none). */
+	void (*ctl_export)(int ctl, uint64_t link[2]);
+	int (*ctl_adopt)(const uint64_t link[2]);
 	/* The process at the other end, as our pid namespace numbers it, 0 when it
 	 * cannot be told (SIGURG goes only where the channel vouches). */
 	pid_t (*ctl_peer_pid)(int ctl);
@@ -108,20 +129,36 @@ struct dev_ops {
 	 * not completed). */
 	int (*bind_names)(const int *fds, const struct seg_hdr *h, struct addr *local,
 			  struct addr *peer);
+	/* DEV_F_BIND_LATE: the client names its destination in the segment (tcpfd
+	 * -1, before proposing), then its own socket's names (after connect()). */
+	void (*bind_publish)(struct seg_hdr *h, int tcpfd, const struct sockaddr *dst);
 
 	/* The registry of listeners: a listener publishes its addresses under the
 	 * name of its endpoint; a client looks up where to propose (path). */
 	int (*reg_add)(const struct sockaddr *bound, int v6only, const char *ctl_name);
 	void (*reg_remove)(const struct sockaddr *bound, const char *ctl_name);
-	/* 0 and path on success, else -1 and *why. */
+	/* 0 and path on success, else -1 and *why (DECL_PEER_NO_USMC: none known). */
 	int (*reg_lookup)(const struct sockaddr *dst, char *path, unsigned len, enum decline *why);
 	/* Whether the entry that sent a client to path is still what it was. */
 	int (*reg_still)(const struct sockaddr *dst, const char *path);
 	/* The listener behind path could not be reached: drop its entry if it is dead. */
 	void (*reg_forget)(const struct sockaddr *dst, const char *path);
+
+	/* Waiting, for a device without DEV_F_FUTEX: a descriptor every sleep in
+	 * the library adds to what it waits for, readable when the device must
+	 * look (its polling interval ran out, an interrupt came); whoever finds it
+	 * so calls wake_tick(). wake_soon(): a waiter is about to sleep after
+	 * something happened: the next look comes early. NULL for a device whose
+	 * peer wakes us itself. */
+	int (*wake_fd)(void);
+	void (*wake_tick)(void);
+	void (*wake_soon)(void);
+	/* In a forked child, before the link groups forget the parent's. */
+	void (*atfork_child)(void);
 };
 
 extern const struct dev_ops dev_lo;
+extern const struct dev_ops dev_ivshmem;
 
 /* The local device's Unix seqpacket sockets, which siblings accepting on one
  * listener also use to hand each other proposals (handoff.c) whatever device
@@ -134,5 +171,11 @@ int lo_ctl_accept(int lfd);
  * publishes in every one. */
 extern const struct dev_ops *const *dev_list;
 extern int dev_count;
+/* Takes the list from the settings (config_load()). */
+void dev_configure(void);
+/* Whether a device this process uses wakes nobody by itself (dev_ops.wake_fd). */
+int dev_wakes_none(void);
+/* The device of that kind if this process uses it, else NULL. */
+const struct dev_ops *dev_of_kind(int kind);
 
 #endif

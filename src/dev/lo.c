@@ -46,10 +46,14 @@ static int lo_arena_map(struct arena *a)
 	return 0;
 }
 
+/* One arena of USMC_ARENA_SIZE per link group holds its connections' segments:
+ * pages are used only as touched. */
 static int lo_arena_create(struct arena *a, uint64_t size)
 {
 	int fd = memfd_create("usmc-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING), e;
 
+	if (size < cfg.arena_size)
+		size = cfg.arena_size;
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, (off_t)size) < 0 || real.fcntl(fd, F_ADD_SEALS, ARENA_SEALS) < 0) {

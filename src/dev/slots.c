@@ -130,7 +130,7 @@ static int gone_here(struct region_slot *s, const struct slot_self *me)
 		return 0;
 	for (int k = 0; k < SLOT_PIDS; k++) {
 		int32_t v = atomic_load(&s->pids[k]);
-		if (v < 0 || (v > 0 && (kill(v, 0) == 0 || errno != ESRCH)))
+		if (v < 0 || (v > 0 && !sys_pid_gone(v)))
 			return 0;
 		any |= v > 0;
 	}

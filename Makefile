@@ -29,7 +29,8 @@ CFLAGS += $(CFLAGS_BASE) $(SANFLAGS)
 CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c)
 LIBSRC := $(CORE) $(wildcard src/interpose/*.c)
 TOOLSRC := $(wildcard src/tools/*.c) $(addprefix src/core/,addr.c config.c decline.c policy.c \
-	procfile.c regentry.c stats.c sys.c)
+	procfile.c regentry.c stats.c sys.c) $(addprefix src/dev/,chan.c heap.c listeners.c region.c \
+	regionfile.c slots.c)
 
 LIBOBJ := $(LIBSRC:%.c=$(BUILD)/obj/%.o)
 TOOLOBJ := $(TOOLSRC:%.c=$(BUILD)/obj/tool/%.o)

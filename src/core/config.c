@@ -85,7 +85,10 @@ int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 		return -1;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);
-	int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20 : 0;
+	int shift = *end == 'k' || *end == 'K'	 ? 10
+		    : *end == 'm' || *end == 'M' ? 20
+		    : *end == 'g' || *end == 'G' ? 30
+						 : 0;
 	if (shift && v > (~0ull >> shift))
 		return -1;
 	v <<= shift;

@@ -36,7 +36,7 @@ extern struct config cfg;
 #define CONFIG_BUSY_POLL_MAX 1000000u
 #define CONFIG_POLL_MAX 100000u
 
-/* A number in the form the settings take (decimal, 0x hex, K or M suffix) from
+/* A number in the form the settings take (decimal, 0x hex, K, M or G suffix) from
  * lo to hi; -1 if s is not one. */
 int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 

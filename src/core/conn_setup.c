@@ -250,7 +250,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	if (!loc.lgr)
 		mark_handed(s);
 	atomic_store(&s->mode, MODE_SHM);
-	stat_accel(SIDE_SERVER, s->tx.size, s->rx.size);
+	stat_accel(SIDE_SERVER, (int)s->dev->kind, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 	/* The client may already sleep for room in its pending window. One that
 	 * sleeps for data has nothing to gain from the attach: the data wakes it. */
@@ -303,7 +303,7 @@ static void become_shm(struct usock *s, int fd)
 {
 	lgr_unpend(s);
 	atomic_store(&s->mode, MODE_SHM);
-	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
+	stat_accel(SIDE_CLIENT, (int)s->dev->kind, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 }
 

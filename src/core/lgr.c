@@ -1213,6 +1213,22 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 	g->dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
 }
 
+#define SERVER_LOOK_NS (10 * 1000000ull)
+
+void lgr_server_look(void)
+{
+	static _Atomic uint64_t looked;
+	uint64_t now = sys_now_ns(), last = atomic_load_explicit(&looked, memory_order_relaxed);
+
+	/* Never waiting: a look is no reason to stall an accept under way. */
+	if (now - last < SERVER_LOOK_NS || !atomic_compare_exchange_strong(&looked, &last, now) ||
+	    pthread_mutex_trylock(&srv.lock))
+		return;
+	if (srv.lgrs)
+		server_drain();
+	pthread_mutex_unlock(&srv.lock);
+}
+
 void lgr_server_listener_gone(void)
 {
 	int last = 0;

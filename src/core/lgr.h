@@ -177,6 +177,10 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
  * checked the binding; this maps the arena and returns 1, filling loc (without
  * a link group) and bell, or 0. */
 int lgr_server_adopt(const struct clc_handoff *h, int *fds, struct seg_loc *loc, int *bell);
+/* Server, now and then (a device's look, dev_ops.wake_tick): takes in what the
+ * channels hold, so that the link groups of clients gone are let go of even
+ * while no connection comes (their memory is freed once we do). */
+void lgr_server_look(void);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);
 

@@ -2,8 +2,10 @@
 #include "dev.h"
 
 #include "../core/config.h"
+#include "../core/stats.h"
 
 _Static_assert(DEV_KINDS == CONFIG_DEVICES_MAX, "config.c names every device");
+_Static_assert(DEV_KINDS == STAT_DEVICES, "stats.c names every device");
 
 static const struct dev_ops *const all[DEV_KINDS] = {&dev_lo, &dev_ivshmem};
 static const struct dev_ops *list[DEV_KINDS] = {&dev_lo};

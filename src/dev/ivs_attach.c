@@ -15,9 +15,6 @@
 
 struct ivs ivs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The lease a region formatted by its first user gets. */
-#define LEASE_DEFAULT_MS 5000u
-
 int ivs_ready(void)
 {
 	char why[1024];
@@ -26,8 +23,8 @@ int ivs_ready(void)
 	if (ivs.attached || ivs.tried)
 		return ivs.attached ? 0 : -1;
 	ivs.tried = 1;
-	if (region_map_open(&ivs.map, cfg.region, why, sizeof(why)) < 0 ||
-	    region_open(&ivs.r, &ivs.map, LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
+	if (region_map_open(&ivs.map, cfg.region, 0, why, sizeof(why)) < 0 ||
+	    region_open(&ivs.r, &ivs.map, REGION_LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
 		region_map_close(&ivs.map);
 		fprintf(stderr, "usmc: ivshmem: %s; the region is not used\n", why);
 		return -1;
@@ -120,7 +117,7 @@ void ivs_lost(void)
 	ivs.endpoint_seq = 0;
 	/* Formatted again: its layout may be another. */
 	if (region_changed(&ivs.r) &&
-	    region_open(&ivs.r, &ivs.map, LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
+	    region_open(&ivs.r, &ivs.map, REGION_LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
 		fprintf(stderr, "usmc: ivshmem: %s; the region is not used any more\n", why);
 		ivs.attached = 0;
 		return;

@@ -65,6 +65,9 @@ void ivs_bells_route(const struct seg_loc *loc, int fd, _Atomic int *lost)
 	struct route **b = bucket(r->h, r->page);
 	r->next = *b;
 	*b = r;
+	/* One connection end more of ours, for usmc region status. */
+	if (slot_key_valid(&ivs.r, c->self))
+		atomic_fetch_add(&slot_at(&ivs.r, slot_of_key(c->self))->conns, 1);
 	pthread_mutex_unlock(&ivs.lock);
 }
 
@@ -77,6 +80,9 @@ void ivs_bells_unroute(const struct seg_loc *loc, int fd)
 	for (struct route **pp = bucket(h, page); *pp; pp = &(*pp)->next) {
 		struct route *r = *pp;
 		if (r->h == h && r->page == page && r->fd == fd) {
+			struct ivs_chan *c = ivs_chan_get(h);
+			if (slot_key_valid(&ivs.r, c->self))
+				atomic_fetch_sub(&slot_at(&ivs.r, slot_of_key(c->self))->conns, 1);
 			*pp = r->next;
 			free(r);
 			break;

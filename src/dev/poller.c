@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../core/config.h"
+#include "../core/lgr.h"
 #include "../core/sys.h"
 
 static struct {
@@ -82,6 +83,8 @@ void poller_tick(void)
 	    sys_now_ns() >= atomic_load(&p.due_ns))
 		look(sys_now_ns());
 	pthread_mutex_unlock(&ivs.lock);
+	/* Channels whose client left hang up for the server there. */
+	lgr_server_look();
 }
 
 void poller_soon(void)

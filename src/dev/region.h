@@ -33,6 +33,10 @@ enum region_state { REGION_BLANK = 0, REGION_FORMATTING = 1, REGION_READY = 2 };
 #define REGION_LISTENERS_MAX 65536u
 #define REGION_LEASE_MIN_MS 100u
 #define REGION_LEASE_MAX_MS 600000u
+/* The lease of a region formatted without saying (its first user's, or usmc
+ * region create's): a process that sleeps outside the library, with no other on
+ * its kernel to vouch for it, lives this long. */
+#define REGION_LEASE_DEFAULT_MS 5000u
 #define REGION_MIN_SIZE (4u << 20)
 #define REGION_MAX_SIZE (1ull << 40)
 

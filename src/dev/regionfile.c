@@ -75,7 +75,7 @@ static void measure(struct region_map *m)
 	m->cached = m->load_ns < 20;
 }
 
-int region_map_open(struct region_map *m, const char *spec, char *why, size_t len)
+int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len)
 {
 	struct stat st;
 	char dir[400] = "";
@@ -104,7 +104,7 @@ int region_map_open(struct region_map *m, const char *spec, char *why, size_t le
 	} else {
 		snprintf(m->path, sizeof(m->path), "%s", spec);
 	}
-	m->fd = real.open(m->path, O_RDWR | O_CLOEXEC);
+	m->fd = real.open(m->path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (m->fd < 0) {
 		int e = errno;
 		snprintf(why, len, "%s: %s%s", m->path, strerror(e),
@@ -118,7 +118,7 @@ int region_map_open(struct region_map *m, const char *spec, char *why, size_t le
 		return -1;
 	}
 	m->size = (uint64_t)st.st_size;
-	void *p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+	void *p = mmap(NULL, m->size, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, m->fd, 0);
 	if (p == MAP_FAILED) {
 		snprintf(why, len, "%s: cannot map it: %s", m->path, strerror(errno));
 		region_map_close(m);

@@ -32,9 +32,9 @@ struct region_map {
 	double load_ns;         /* what a load of a line cost */
 };
 
-/* Maps the region spec names (NULL or "": the first ivshmem PCI device).
- * Returns 0, or -1 with the reason in why. */
-int region_map_open(struct region_map *m, const char *spec, char *why, size_t len);
+/* Maps the region spec names (NULL or "": the first ivshmem PCI device), to
+ * read only when ro. Returns 0, or -1 with the reason in why. */
+int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len);
 void region_map_close(struct region_map *m);
 
 /* Attaches r to m's memory; a blank region is formatted first (lease_ms), by

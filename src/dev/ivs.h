@@ -38,7 +38,10 @@ struct ivs_chan {
 	int closed;              /* ctl_close() came */
 	int shared;              /* a connection of it went to another process */
 	int taken;               /* client: a server took it */
-	int dead;                /* its peer is gone for good (its slot died) */
+	int dead;                /* unusable: broken, freed under us, or its peer died */
+	int freed;               /* its entry is another channel's now, or nonsense */
+	int lost;                /* its peer is gone for good (its slot died): its
+				  * connections were told (ivs_bells_lose) */
 	void *tag;               /* srv_watch() */
 	int watched;
 	/* client: our arenas whose memory waits for the server to let go */
@@ -78,7 +81,8 @@ int ivs_alive(uint64_t key);
 /* Renewals, judgements and reclaims due now (the tick). Under ivs.lock. */
 void ivs_keep(uint64_t now);
 /* The region was formatted again, or our slot was declared dead while we did not
- * run: every connection on it is lost, and what we publish is published anew. */
+ * run: every connection on it is lost, and so are our listeners there (a new
+ * listen() publishes anew, under the slot we take then). */
 void ivs_lost(void);
 
 /* Channel handles (ivs_chan.c). Under ivs.lock but ivs_chan_get(). */
@@ -93,7 +97,8 @@ void ivs_chan_close(struct ivs_chan *c);
 void ivs_chan_defer(struct ivs_chan *c, uint64_t off, uint64_t len);
 /* A handle for a channel we do not drain: an adopted connection rings through it. */
 int ivs_chan_adopt(uint32_t idx, uint64_t word, int server);
-/* Judges c's far end; marks it dead when gone. Under ivs.lock. */
+/* Whether c hung up: its far end let go, exited (our kernel) or died; marks it
+ * dead when it cannot be used any more. Under ivs.lock. */
 int ivs_chan_hung_up(struct ivs_chan *c);
 /* Frees what client channels wait to free once their servers let go. */
 void ivs_chan_sweep(void);
@@ -130,7 +135,5 @@ void ivs_reg_remove(const struct sockaddr *bound, const char *ctl_name);
 int ivs_reg_lookup(const struct sockaddr *dst, char *path, unsigned len, enum decline *why);
 int ivs_reg_still(const struct sockaddr *dst, const char *path);
 void ivs_reg_forget(const struct sockaddr *dst, const char *path);
-/* Our listeners published again, under our new key (ivs_lost). */
-void ivs_reg_republish(void);
 
 #endif

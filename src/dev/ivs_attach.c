@@ -120,7 +120,5 @@ void ivs_lost(void)
 	    region_open(&ivs.r, &ivs.map, REGION_LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
 		fprintf(stderr, "usmc: ivshmem: %s; the region is not used any more\n", why);
 		ivs.attached = 0;
-		return;
 	}
-	ivs_reg_republish();
 }

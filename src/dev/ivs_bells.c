@@ -139,9 +139,10 @@ int ivs_bells_relay(void)
 
 	for (int h = 0; h < n; h++) {
 		struct ivs_chan *c = ivs_chan_get(h);
-		if (!c || !c->drained || c->closed || c->dead)
+		if (!c || !c->drained || c->closed || c->lost)
 			continue;
-		if (ivs_chan_hung_up(c) && c->dead) {
+		if (ivs_chan_hung_up(c) && (c->freed || !ivs_alive(c->peer))) {
+			c->lost = 1;
 			ivs_bells_lose(h);
 			continue;
 		}
@@ -153,9 +154,10 @@ int ivs_bells_relay(void)
 	for (int i = 0; i < BUCKETS; i++)
 		for (struct route *r = routes[i]; r; r = r->next) {
 			struct ivs_chan *c = ivs_chan_get(r->h);
-			if (c->drained)
+			if (c->drained || c->lost)
 				continue;
-			if (!c->dead && ivs_chan_hung_up(c) && c->dead) {
+			if (ivs_chan_hung_up(c) && (c->freed || !ivs_alive(c->peer))) {
+				c->lost = 1;
 				ivs_bells_lose(r->h);
 				continue;
 			}

@@ -194,9 +194,9 @@ int ivs_chan_hung_up(struct ivs_chan *c)
 		return 1;
 	struct chan_entry *e = chan_at(&ivs.r, c->idx);
 	uint64_t w = atomic_load(&e->word);
-	/* Freed under us: its peer's slot was reclaimed. */
+	/* Freed under us (its peer's slot was reclaimed), or overwritten. */
 	if ((w & ~0xffull) != (c->word & ~0xffull))
-		return c->dead = 1;
+		return c->dead = c->freed = 1;
 	if (c->server && (w & 0xff) == CHAN_CLIENT_GONE)
 		return 1;
 	if (!c->server) {
@@ -285,8 +285,8 @@ void ivs_chan_lose_all(void)
 
 	for (int h = 0; h < n; h++) {
 		struct ivs_chan *c = ivs_chan_get(h);
-		if (c && !c->dead) {
-			c->dead = 1;
+		if (c && !c->lost) {
+			c->dead = c->lost = 1;
 			ivs_bells_lose(h);
 		}
 	}

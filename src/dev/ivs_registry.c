@@ -12,13 +12,6 @@
 
 #include "listeners.h"
 
-/* Our listeners, to publish again under a new key (ivs_lost). */
-struct published {
-	struct listener l;
-	struct published *next;
-};
-static struct published *ours;
-
 static void path_of(uint64_t key, char *path, unsigned len)
 {
 	snprintf(path, len, "%" PRIx64, key);
@@ -28,13 +21,12 @@ int ivs_reg_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 {
 	struct addr a[ADDR_LOCAL_MAX];
 	uint8_t prefix[ADDR_LOCAL_MAX];
-	struct published *p = calloc(1, sizeof(*p));
+	struct listener l0 = {0}, *l = &l0;
 	int n = addr_local_list(bound, v6only, a, prefix, ADDR_LOCAL_MAX), e = -1;
 
 	(void)ctl_name;
-	if (!p || !n)
-		goto out;
-	struct listener *l = &p->l;
+	if (!n)
+		return -1;
 	l->port = addr_port(bound);
 	/* Loopback leads only to our kernel's namespace; the rest, as many as an
 	 * entry holds. */
@@ -47,15 +39,9 @@ int ivs_reg_add(const struct sockaddr *bound, int v6only, const char *ctl_name)
 	}
 	pthread_mutex_lock(&ivs.lock);
 	l->netns = ivs.netns;
-	if (ivs_ready() == 0 && (l->owner = ivs_self()) && listeners_add(&ivs.r, l) >= 0) {
-		p->next = ours;
-		ours = p;
-		p = NULL;
+	if (ivs_ready() == 0 && (l->owner = ivs_self()) && listeners_add(&ivs.r, l) >= 0)
 		e = 0;
-	}
 	pthread_mutex_unlock(&ivs.lock);
-out:
-	free(p);
 	return e;
 }
 
@@ -65,28 +51,9 @@ void ivs_reg_remove(const struct sockaddr *bound, const char *ctl_name)
 
 	(void)ctl_name;
 	pthread_mutex_lock(&ivs.lock);
-	for (struct published **pp = &ours; *pp;) {
-		struct published *p = *pp;
-		if (p->l.port == port) {
-			*pp = p->next;
-			free(p);
-		} else {
-			pp = &p->next;
-		}
-	}
 	if (ivs.attached && ivs.key)
 		listeners_remove(&ivs.r, ivs.key, port);
 	pthread_mutex_unlock(&ivs.lock);
-}
-
-void ivs_reg_republish(void)
-{
-	uint64_t key = ivs_self();
-
-	for (struct published *p = ours; p && key; p = p->next) {
-		p->l.owner = key;
-		listeners_add(&ivs.r, &p->l);
-	}
 }
 
 /* What this process last read of a port. */

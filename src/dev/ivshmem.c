@@ -113,7 +113,8 @@ static void iv_doorbell_ring(const struct seg_loc *loc, int fd)
 	struct ivs_chan *c = ivs_chan_get(loc->arena->ctl);
 
 	(void)fd;
-	if (c && !c->dead)
+	/* Its rings may be broken, not its memory: the queue is a fixed array. */
+	if (c && !c->freed)
 		chan_bell_push(c->end.m, c->server ? CHAN_DOWN : CHAN_UP, ivs_seg_page(loc));
 }
 

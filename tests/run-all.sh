@@ -39,6 +39,9 @@ for suite in unit conformance erm faults apps tools fuzz bench install policy nv
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi
 done
+# The conformance suite again, its connections through a region (the ivshmem device) rather
+# than the local device: the same results as plain TCP.
+run_suite conformance-ivshmem USMC_CONFORMANCE_DEVICE=ivshmem bash tests/conformance/run.sh
 # Again against the sanitizer builds (make SAN=asan, SAN=tsan) where they exist. Under ASan/UBSan,
 # every suite that runs the library (bench: its smoke run) but install, which packages the plain
 # build (policy and nvme cover the linked library). Under TSan, the conformance, ERM and fault
@@ -56,6 +59,8 @@ if [ -d build-tsan ]; then
     for suite in conformance erm faults; do
         run_suite "$suite-tsan" USMC_BUILD=build-tsan bash "tests/$suite/run.sh"
     done
+    run_suite conformance-ivshmem-tsan USMC_BUILD=build-tsan USMC_CONFORMANCE_DEVICE=ivshmem \
+        bash tests/conformance/run.sh
 fi
 
 printf '\n%s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"

@@ -16,6 +16,10 @@ struct usock;
  * from its descriptor. */
 #define ACCEPT_RESTART (-2)
 
+/* Whether a blocking accept() on l waits in the library: l was inherited across
+ * fork (siblings may ask it for proposals), or a device in use wakes nobody by
+ * itself (dev_ops.wake_fd). */
+int accept_in_library(const struct usock *l);
 /* accept4() on lfd, l's descriptor, blocking as the kernel's does, honouring
  * SO_RCVTIMEO (EAGAIN) and SA_RESTART (EINTR without it). Returns the
  * connection's descriptor, -1 with errno set, or ACCEPT_RESTART. */

@@ -1,6 +1,7 @@
 #include "addr.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -91,6 +92,56 @@ int addr_parse(struct addr *a, const char *s)
 		return 0;
 	}
 	return -1;
+}
+
+int addr_local_list(const struct sockaddr *bound, int v6only, struct addr *out, uint8_t *prefix,
+		    int max)
+{
+	struct addr a;
+	struct ifaddrs *ifa;
+	int n = 0;
+
+	addr_from_sockaddr(&a, bound);
+	if (!addr_is_any(&a)) {
+		out[0] = a;
+		prefix[0] = a.family == AF_INET ? 32 : 128;
+		return max > 0;
+	}
+	if (getifaddrs(&ifa) < 0)
+		return 0;
+	for (struct ifaddrs *i = ifa; i && n < max; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+				     i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if (a.family == AF_INET && i->ifa_addr->sa_family != AF_INET)
+			continue;
+		if (v6only && i->ifa_addr->sa_family != AF_INET6)
+			continue;
+		addr_from_sockaddr(&out[n], i->ifa_addr);
+		out[n].port = a.port;
+		prefix[n] = out[n].family == AF_INET ? addr_is_loopback(&out[n]) ? 8 : 32 : 128;
+		n++;
+	}
+	freeifaddrs(ifa);
+	return n;
+}
+
+int addr_sock_names(int fd, struct addr *local, struct addr *peer)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	addr_from_sockaddr(local, (struct sockaddr *)&ss);
+	if (!local->port)
+		return -1;
+	l = sizeof(ss);
+	if (peer && getpeername(fd, (struct sockaddr *)&ss, &l) < 0)
+		return -1;
+	if (peer)
+		addr_from_sockaddr(peer, (struct sockaddr *)&ss);
+	return 0;
 }
 
 int addr_is_inet(const struct sockaddr *sa, socklen_t len)

@@ -91,7 +91,7 @@ static int check_proposal(const struct clc_proposal *p, int nfds)
 	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) ||
 	    (p->flags & (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) == (CLC_F_NEW_ARENA | CLC_F_BELL_KEPT))
 		return CLC_EFIELD;
-	if (nfds != clc_proposal_nfds(p->flags))
+	if (nfds != CLC_NFDS_NONE && nfds != clc_proposal_nfds(p->flags))
 		return CLC_EFDS;
 	return check_segment(p);
 }
@@ -112,15 +112,18 @@ static int check_handoff(const struct clc_handoff *h, int nfds)
 	static const struct clc_proposal none;
 	const struct clc_proposal *p = &h->p;
 
-	if (h->pad || h->found > 1)
+	if (h->dev >= CLC_DEVS || h->found > 1 || (!h->dev && (h->link[0] || h->link[1])))
 		return CLC_EFIELD;
 	if (!h->found)
-		return memcmp(p, &none, sizeof(none)) ? CLC_EFIELD : nfds == 0 ? CLC_OK : CLC_EFDS;
+		return memcmp(p, &none, sizeof(none)) || h->dev ? CLC_EFIELD
+			: nfds == 0				 ? CLC_OK
+								 : CLC_EFDS;
 	if (p->hdr.eyecatcher != CLC_EYECATCHER || p->hdr.version != CLC_VERSION ||
 	    p->hdr.type != CLC_PROPOSAL || p->hdr.length != sizeof(*p) ||
 	    (p->flags & ~CLC_F_BELL_HELD) != CLC_F_NEW_ARENA)
 		return CLC_EFIELD;
-	return nfds == CLC_HFD_MAX ? check_segment(p) : CLC_EFDS;
+	/* A named arena: only the doorbell end travels. */
+	return nfds == (h->dev ? CLC_HFD_ARENA : CLC_HFD_MAX) ? check_segment(p) : CLC_EFDS;
 }
 
 int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
@@ -149,6 +152,8 @@ int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out)
 	memcpy(out, buf, want);
 	if (h.type == CLC_PROPOSAL)
 		return check_proposal(&out->proposal, nfds);
+	if (nfds == CLC_NFDS_NONE)
+		nfds = 0;
 	if (h.type == CLC_ASK)
 		return check_ask(&out->ask, nfds);
 	if (h.type == CLC_HANDOFF)

@@ -126,14 +126,17 @@ struct clc_ask {
 /* found: p is the proposal as the client sent it, except that its arena always
  * travels (CLC_F_NEW_ARENA, with the arena's size) and the sender may keep the
  * doorbell end too (CLC_F_BELL_HELD), followed by its descriptors in CLC_HFD_*
- * order.
+ * order. An arena in memory a device names (dev, the device's kind) travels
+ * as its id and link, the device's name of the proposal's channel: only the
+ * doorbell end goes along.
  * Not found: p is zero and nothing travels. */
 struct clc_handoff {
 	struct clc_hdr hdr;
 	uint32_t found;
-	uint32_t pad;
+	uint32_t dev;         /* 0: the arena's descriptor travels */
 	uint64_t seq;
 	struct clc_proposal p;
+	uint64_t link[2];     /* with dev */
 };
 
 /* One memfd travels with it: shared memory of the sender's that the receiver
@@ -151,7 +154,7 @@ _Static_assert(sizeof(struct clc_proposal) == 64, "clc proposal layout");
 _Static_assert(sizeof(struct clc_withdraw) == 24, "clc withdraw layout");
 _Static_assert(sizeof(struct clc_decline) == 24, "clc decline layout");
 _Static_assert(sizeof(struct clc_ask) == 64, "clc ask layout");
-_Static_assert(sizeof(struct clc_handoff) == 88, "clc handoff layout");
+_Static_assert(sizeof(struct clc_handoff) == 104, "clc handoff layout");
 _Static_assert(sizeof(struct clc_ext_fd) == 32, "clc ext_fd layout");
 
 union clc_msg {
@@ -181,7 +184,11 @@ enum clc_err {
 	CLC_EFDS = -6,     /* wrong number of passed descriptors */
 };
 
-/* Validate buf[0..len) received with nfds descriptors and copy it into *out. */
+/* Validate buf[0..len) received with nfds descriptors and copy it into *out.
+ * CLC_NFDS_NONE: from a channel that passes no descriptors, where a proposal
+ * carries none of those its flags would call for (the server makes its
+ * doorbell end, finds the arena by its id, and the binding in the segment). */
+#define CLC_NFDS_NONE (-1)
 int clc_decode(const void *buf, size_t len, int nfds, union clc_msg *out);
 const char *clc_strerror(int err);
 
@@ -192,6 +199,8 @@ void clc_ask_init(struct clc_ask *a, uint64_t seq);
 /* p NULL: not found. */
 void clc_handoff_init(struct clc_handoff *h, uint64_t seq, const struct clc_proposal *p);
 void clc_ext_fd_init(struct clc_ext_fd *x, uint64_t conn_id, uint32_t index, uint64_t size);
+/* The device kinds a handoff may name (src/dev/dev.h's, lo's being 0). */
+#define CLC_DEVS 2
 /* Number of descriptors a valid proposal with these flags carries. */
 int clc_proposal_nfds(uint32_t flags);
 

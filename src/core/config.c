@@ -85,7 +85,10 @@ int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 		return -1;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);
-	int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20 : 0;
+	int shift = *end == 'k' || *end == 'K'	 ? 10
+		    : *end == 'm' || *end == 'M' ? 20
+		    : *end == 'g' || *end == 'G' ? 30
+						 : 0;
 	if (shift && v > (~0ull >> shift))
 		return -1;
 	v <<= shift;
@@ -120,6 +123,54 @@ static uint64_t pow2_ceil(uint64_t v)
 	return p;
 }
 
+/* The kinds of src/dev/dev.h's enum dev_kind, by name. */
+static const char *const device_names[CONFIG_DEVICES_MAX] = {"lo", "ivshmem"};
+
+int config_devices(struct config *c, const char *s, char *why, size_t len)
+{
+	char buf[sizeof(c->region) + 16];
+
+	c->ndevices = 0;
+	c->region[0] = 0;
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(why, len, "too long");
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *path = strchr(t, ':');
+		int k = -1;
+		if (path)
+			*path++ = 0;
+		for (int i = 0; i < CONFIG_DEVICES_MAX; i++)
+			if (!strcmp(t, device_names[i]))
+				k = i;
+		if (k < 0 || (path && k != 1)) {
+			snprintf(why, len, "unknown device '%s' (lo, ivshmem or ivshmem:PATH)", t);
+			return -1;
+		}
+		for (int i = 0; i < c->ndevices; i++)
+			if (c->devices[i] == k) {
+				snprintf(why, len, "%s named twice", t);
+				return -1;
+			}
+		if (path)
+			snprintf(c->region, sizeof(c->region), "%s", path);
+		c->devices[c->ndevices++] = k;
+	}
+	if (!c->ndevices) {
+		snprintf(why, len, "no device named");
+		return -1;
+	}
+	/* The region alone: the local device first all the same. */
+	if (c->ndevices == 1 && c->devices[0] == 1) {
+		c->devices[1] = 1;
+		c->devices[0] = 0;
+		c->ndevices = 2;
+	}
+	return 0;
+}
+
 int config_load(void)
 {
 	const char *rd = getenv("USMC_RUNDIR");
@@ -144,6 +195,16 @@ int config_load(void)
 	cfg.handshake_ms = (uint32_t)v;
 	bad |= env_u64("USMC_DISABLE", 0, 0, 1, &v);
 	cfg.disabled = (int)v;
+	bad |= env_u64("USMC_POLL_US", 50, 1, CONFIG_POLL_MAX, &v);
+	cfg.poll_us = (uint32_t)v;
+	bad |= env_u64("USMC_POLL_MAX_US", 1000, cfg.poll_us, CONFIG_POLL_MAX, &v);
+	cfg.poll_max_us = (uint32_t)v;
+	const char *dev = getenv("USMC_DEVICE");
+	char why[256];
+	if (config_devices(&cfg, dev && *dev ? dev : "lo", why, sizeof(why)) < 0) {
+		fprintf(stderr, "usmc: USMC_DEVICE=%s: %s\n", dev, why);
+		bad = 1;
+	}
 	/* A client's bytes wait in the ring until the server attaches; if it declines
 	 * they are replayed on TCP, so keep them within what a fresh loopback socket
 	 * takes without blocking. */

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define CONFIG_DEVICES_MAX 2
+
 struct config {
 	char rundir[4096];         /* USMC_RUNDIR: the trust domain */
 	uint64_t ring_size;        /* USMC_RING_SIZE: default bytes per direction */
@@ -17,6 +19,14 @@ struct config {
 	uint32_t handshake_ms;     /* USMC_HANDSHAKE_TIMEOUT_MS */
 	int disabled;              /* USMC_DISABLE=1: interpose nothing */
 	int ncpus;
+	/* USMC_DEVICE: the devices to use, in order of preference (enum dev_kind),
+	 * and the region the ivshmem device maps ("": the ivshmem PCI device) */
+	int devices[CONFIG_DEVICES_MAX];
+	int ndevices;
+	char region[4096];
+	/* USMC_POLL_US, USMC_POLL_MAX_US: where the ivshmem device's polling
+	 * interval starts after activity, and how far it grows */
+	uint32_t poll_us, poll_max_us;
 };
 
 extern struct config cfg;
@@ -24,10 +34,17 @@ extern struct config cfg;
 #define CONFIG_RING_MIN 4096u
 #define CONFIG_RING_MAX (64u << 20)
 #define CONFIG_BUSY_POLL_MAX 1000000u
+#define CONFIG_POLL_MAX 100000u
 
-/* A number in the form the settings take (decimal, 0x hex, K or M suffix) from
+/* A number in the form the settings take (decimal, 0x hex, K, M or G suffix) from
  * lo to hi; -1 if s is not one. */
 int config_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* Parses a USMC_DEVICE value into c's devices and region: a list of `lo` and
+ * `ivshmem[:PATH]`, comma-separated, in order of preference; `ivshmem[:PATH]`
+ * alone means `lo,ivshmem[:PATH]` (a peer on the same kernel is met locally).
+ * Returns 0, or -1 with the reason in why. */
+int config_devices(struct config *c, const char *s, char *why, size_t len);
 
 /* Fills cfg; returns -1 with a message on stderr for a malformed value. */
 int config_load(void);

@@ -162,6 +162,7 @@ void shm_teardown(struct usock *s, int clean)
 	 * not. */
 	if (s->seg.hdr && s->seg.lgr && atomic_load(&s->seg.hdr->ext[!s->server]))
 		lgr_ext_drop(s->seg.lgr, s->conn_id);
+	conn_bell_release(s);
 	/* A peer that closed says so in its line; one that was seen gone without
 	 * that was killed, and its process may have taken its link group along. */
 	if (s->seg.hdr && s->seg.lgr && s->rx.sh &&

@@ -76,6 +76,10 @@ struct usock {
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
 	_Atomic int tcp_sent;       /* a write went to the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
+	/* The device found the peer gone for good, without a word on TCP (a
+	 * virtual machine killed or frozen past its lease): the connection ends
+	 * with ECONNRESET unless its stream ended already. */
+	_Atomic int peer_lost;
 	/* How the peer's end without its close flag was judged: PEER_END_* */
 	_Atomic int peer_end;
 	_Atomic int declined;       /* client: a decline arrived, DECL_* + 1 */
@@ -85,6 +89,9 @@ struct usock {
 	_Atomic uint64_t recheck_ns;
 	struct sockaddr_storage dst; /* client: where it connected */
 	uint64_t conn_id;
+	/* The device of its segment, once it has had one: kept when the segment
+	 * goes, for a wake-up racing with the teardown. */
+	const struct dev_ops *dev;
 	struct seg_loc seg;
 	struct ring_end tx, rx;
 	/* Our end of the doorbell for poll and epoll (blocking calls sleep on
@@ -282,6 +289,8 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms);
 #define CONN_LOOK_NEWS (-2)
 /* Client in MODE_PENDING: resolve it now if the server answered or gave up. */
 void conn_pending_check(struct usock *s, int fd);
+/* The connection lets go of its doorbell end (closed or kept by the caller). */
+void conn_bell_release(struct usock *s);
 /* Empties our doorbell (it holds what it was rung with), passing the
  * wake-up on to every epoll set but except. */
 void conn_bell_clear(struct usock *s, const void *except);

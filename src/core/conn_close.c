@@ -5,16 +5,10 @@
 
 #include <stdio.h>
 
+#include "../dev/dev.h"
 #include "conn_int.h"
 #include "hooks.h"
-#include "registry.h"
 #include "socktab.h"
-
-/* How long a look that found the peer's FIN without its close flag waits for its
- * channel to hang up: an ending process closes its TCP socket first (the
- * channel's descriptor is among its highest), and the rest follows within
- * microseconds. A peer that only shut down raises its flag as soon. */
-#define PEER_DEATH_WAIT_MS 20
 
 /* A peer process that ended without closing its socket (killed, or exiting
  * with it open) leaves the close to its kernel, which holds none of the bytes
@@ -42,7 +36,10 @@ int reset_if_peer_died(struct usock *s, int fd)
 		if ((pf & (RING_PF_SHUT_WR | RING_PF_CLOSING | RING_F_HANDED)) ||
 		    (cf & (RING_CF_CLOSED | RING_F_HANDED)))
 			return 0;
-		if (ms == PEER_DEATH_WAIT_MS) {
+		/* How long the peer's death takes to show depends on the device
+		 * (dev_ops.death_wait_ms); a peer that only shut down raises its
+		 * flag as soon. */
+		if (ms == s->dev->death_wait_ms) {
 			atomic_store(&s->peer_end, PEER_END_FIN);
 			return 0;
 		}
@@ -125,7 +122,11 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 {
 	if (!s->registered || (s->forked && inode_open(ino)))
 		return;
-	registry_remove((struct sockaddr *)&s->bound, lgr_server_name());
+	for (int i = 0; i < dev_count; i++) {
+		const char *name = lgr_server_name(dev_list[i]);
+		if (*name)
+			dev_list[i]->reg_remove((struct sockaddr *)&s->bound, name);
+	}
 	lgr_server_listener_gone();
 	s->registered = 0;
 }
@@ -143,6 +144,7 @@ int conn_close(struct usock *s, int fd)
 			/* Another process still holds this end: only our copies go,
 			 * and with them the extension's state, which is ours. */
 			ext_teardown(s);
+			conn_bell_release(s);
 			bell_close(&s->bell);
 			lgr_seg_forget(&s->seg);
 			m = MODE_PLAIN;

@@ -125,7 +125,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
  * exactly TCP's answer (EPIPE, SIGPIPE, RST from the peer's closed socket). */
 static inline int writes_to_tcp(struct usock *s)
 {
-	return s->shut_wr || atomic_load(&s->peer_gone) ||
+	return s->shut_wr || atomic_load(&s->peer_gone) || atomic_load(&s->peer_lost) ||
 	       (atomic_load_explicit(&s->tx.sh->cons_flags, memory_order_acquire) &
 		RING_CF_CLOSED);
 }
@@ -140,9 +140,19 @@ static inline int peer_sent_rst(struct usock *s)
 
 static inline int eof_possible(struct usock *s)
 {
-	return s->shut_rd || atomic_load(&s->tcp_event) ||
+	return s->shut_rd || atomic_load(&s->tcp_event) || atomic_load(&s->peer_lost) ||
 	       (atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
 		RING_PF_SHUT_WR);
+}
+
+/* The device found the peer gone for good (dev_ops.bell_route), and its stream
+ * has not ended otherwise: no FIN, RST or close will ever come (a virtual machine
+ * killed or frozen), so the connection is aborted as a reset one would be. */
+static inline int lost_unended(struct usock *s)
+{
+	return atomic_load(&s->peer_lost) && !atomic_load(&s->tcp_event) &&
+	       !(atomic_load_explicit(&s->rx.sh->prod_flags, memory_order_acquire) &
+		 RING_PF_SHUT_WR);
 }
 
 /* What the producer may have outstanding before the limits the program set: the

@@ -97,8 +97,9 @@ short conn_revents(struct usock *s, int fd, short events, short tcp)
 		tcp = real.poll(&pf, 1, 0) == 1 ? pf.revents : 0;
 	}
 	/* As after an RST: the stream ended, and nothing can be written any more
-	 * (the dropped socket itself would say writable). */
-	if (atomic_load(&s->peer_end) == PEER_END_RESET)
+	 * (the dropped socket itself would say writable). A peer the device found
+	 * gone for good is about to be: a read resets the connection. */
+	if (atomic_load(&s->peer_end) == PEER_END_RESET || lost_unended(s))
 		tcp = (short)((tcp & ~(POLLOUT | POLLWRNORM)) | POLLIN | POLLRDNORM | POLLRDHUP |
 			      POLLHUP);
 	r = (short)(tcp & (POLLERR | POLLHUP | POLLRDHUP | POLLIN | POLLPRI));

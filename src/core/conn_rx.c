@@ -112,6 +112,13 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			continue;
 		}
 		if (eof_possible(s)) {
+			if (lost_unended(s)) {
+				conn_abort(s, fd);
+				if (done)
+					break;
+				errno = ECONNRESET;
+				goto fail;
+			}
 			if (s->shut_rd)
 				break;
 			/* Bytes published before the flag are visible now; look again. */

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "../dev/dev.h"
 #include "addr.h"
 #include "admit.h"
 #include "config.h"
@@ -35,13 +36,24 @@ static void fell_back(struct usock *s, int fd, enum decline why)
 	socktab_fell_back(fd, s->server, why);
 }
 
-/* Whether a connect() to an address of the socket's family may find usmc there:
- * not when the policy or the registry says no (why: which). */
-static int may_accel(int smc, int fd, const struct sockaddr *addr, char *path, size_t n,
-		     enum decline *why)
+/* The device on which a connect() to an address of the socket's family may find
+ * usmc, and where (path): the first whose registry names a listener for it. None
+ * when the policy says no, or no registry names one (why: which). */
+static const struct dev_ops *may_accel(int smc, int fd, const struct sockaddr *addr, char *path,
+				       size_t n, enum decline *why)
 {
 	*why = DECL_POLICY;
-	return admit_connect(smc, fd, addr) && registry_lookup(addr, path, n, why) >= 0;
+	if (!admit_connect(smc, fd, addr))
+		return NULL;
+	for (int i = 0; i < dev_count; i++) {
+		if (dev_list[i]->reg_lookup(addr, path, (unsigned)n, why) == 0)
+			return dev_list[i];
+		/* A listener a registry knows of, but cannot lead to, is no reason
+		 * to look further: another device's would be a different one. */
+		if (*why != DECL_PEER_NO_USMC)
+			break;
+	}
+	return NULL;
 }
 
 int conn_fresh_stays_plain(int family, int fd, const struct sockaddr *addr, socklen_t len,
@@ -65,6 +77,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 {
 	char path[4200];
 	enum decline why;
+	const struct dev_ops *dev;
 	struct lgr *g = NULL;
 	int bell, r, e;
 
@@ -76,21 +89,21 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	}
 	if (!addr_is_inet(addr, len) || addr->sa_family != s->family)
 		return real.connect(fd, addr, len);
-	if (!may_accel(s->smc, fd, addr, path, sizeof(path), &why))
+	if (!(dev = may_accel(s->smc, fd, addr, path, sizeof(path), &why)))
 		goto plain;
 	why = DECL_NO_DEVICE;
-	g = lgr_client_get(path);
+	g = lgr_client_get(dev, path);
 	if (!g) {
-		registry_forget(addr, path);
+		dev->reg_forget(addr, path);
 		goto plain;
 	}
 	uint64_t rs[2] = {ring_for(s->sndbuf, cfg.send_ring), ring_for(s->rcvbuf, cfg.recv_ring)};
 	registry_proposing(addr);
-	e = lgr_propose(g, s, fd, rs, &s->seg, &bell);
+	e = lgr_propose(g, s, fd, addr, rs, &s->seg, &bell);
 	if (e == -EPIPE || e == -ECONNRESET) {
 		/* The listener's process is gone: its entry goes too. */
 		why = DECL_NO_DEVICE;
-		registry_forget(addr, path);
+		dev->reg_forget(addr, path);
 		goto plain;
 	}
 	if (e) {
@@ -110,6 +123,10 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 	atomic_store(&s->mode, MODE_PENDING);
 	r = real.connect(fd, addr, len);
 	e = errno;
+	/* Our name is known once connect() has begun: a device that binds by
+	 * names publishes it for the server. */
+	if (dev->bind_publish && (r == 0 || e == EINPROGRESS || e == EINTR))
+		dev->bind_publish(s->seg.hdr, fd, addr);
 	if (r == 0) {
 		s->connected = 1;
 	} else if (e != EINPROGRESS && e != EINTR) {
@@ -233,7 +250,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	if (!loc.lgr)
 		mark_handed(s);
 	atomic_store(&s->mode, MODE_SHM);
-	stat_accel(SIDE_SERVER, s->tx.size, s->rx.size);
+	stat_accel(SIDE_SERVER, (int)s->dev->kind, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 	/* The client may already sleep for room in its pending window. One that
 	 * sleeps for data has nothing to gain from the attach: the data wakes it. */
@@ -261,7 +278,14 @@ int conn_listen(struct usock *s, int fd, int backlog)
 		real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &ol);
 	if (lgr_server_start() < 0)
 		return r;
-	if (registry_add((struct sockaddr *)&ss, v6only, lgr_server_name()) < 0) {
+	/* Published wherever our endpoint is open: a client finds it on the
+	 * device it prefers. */
+	int published = 0;
+	for (int i = 0; i < dev_count; i++) {
+		const char *name = lgr_server_name(dev_list[i]);
+		published |= *name && dev_list[i]->reg_add((struct sockaddr *)&ss, v6only, name) == 0;
+	}
+	if (!published) {
 		lgr_server_listener_gone();
 		return r;
 	}
@@ -281,7 +305,7 @@ static void become_shm(struct usock *s, int fd)
 	atomic_store(&s->mode, MODE_SHM);
 	if (atomic_load_explicit(&s->tx_window_hit, memory_order_relaxed))
 		atomic_fetch_add(&s->tx_grown, 1);
-	stat_accel(SIDE_CLIENT, s->tx.size, s->rx.size);
+	stat_accel(SIDE_CLIENT, (int)s->dev->kind, s->tx.size, s->rx.size);
 	socktab_note(fd, s);
 }
 
@@ -346,7 +370,7 @@ void conn_pending_check(struct usock *s, int fd)
 		/* An epoll registration watches the TCP socket already: what a
 		 * plain peer says marks tcp_event at the next wait, no probe. */
 		why = DECL_PEER_SPOKE_TCP;
-	else if (again && !registry_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
+	else if (again && !s->dev->reg_still((struct sockaddr *)&s->dst, s->seg.lgr->peer))
 		why = DECL_AMBIGUOUS;
 	else if (again && registry_port_shared((struct sockaddr *)&s->dst) &&
 		 (!registry_handoff_ok(addr_port((struct sockaddr *)&s->dst)) ||

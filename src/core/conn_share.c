@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "../dev/dev.h"
 #include "conn_int.h"
 #include "segment.h"
 #include "socktab.h"
@@ -41,6 +42,8 @@ int conn_share(struct usock *s)
 	pthread_mutex_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->rx_lock);
 	mark_handed(s);
+	if (s->dev->seg_shared)
+		s->dev->seg_shared(&s->seg);
 	/* And the socket's, under which an epoll wait takes an arm back only
 	 * from an end no other process holds (conn_unarm). */
 	pthread_mutex_lock(&s->lock);
@@ -77,6 +80,8 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 	 * was given of ours goes now. */
 	ext_teardown(s);
 	mark_handed(s);
+	if (s->dev->seg_shared)
+		s->dev->seg_shared(&s->seg);
 	op_lock(s, HOLD_TX);
 	op_lock(s, HOLD_RX);
 	*x = (struct conn_export){
@@ -84,6 +89,7 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 		.nonblock = s->nonblock,
 		.shut_rd = s->shut_rd, .shut_wr = s->shut_wr, .abortive = s->abortive,
 		.arena_fd = dup_inheritable(s->seg.arena->fd), .bell = dup_inheritable(s->bell),
+		.dev = (int)s->dev->kind, .arena_id = s->seg.arena->id,
 		.hold_fd = s->hold ? dup_inheritable(s->hold_fd) : -1,
 		.arena_size = s->seg.arena->size, .seg_off = s->seg.off, .seg_size = s->seg.size,
 		.ring_size = {s->seg.ring_size[0], s->seg.ring_size[1]},
@@ -97,7 +103,9 @@ int conn_export(struct usock *s, int fd, struct conn_export *x)
 	};
 	op_unlock(s, HOLD_RX);
 	op_unlock(s, HOLD_TX);
-	if (x->arena_fd < 0 || x->bell < 0 || (s->hold && x->hold_fd < 0)) {
+	if (s->dev->ctl_export)
+		s->dev->ctl_export(s->seg.arena->ctl, x->link);
+	if ((s->seg.arena->fd >= 0 && x->arena_fd < 0) || x->bell < 0 || (s->hold && x->hold_fd < 0)) {
 		conn_export_close(x);
 		return -1;
 	}
@@ -121,9 +129,11 @@ struct usock *conn_import(const struct conn_export *in)
 	struct usock *s = NULL;
 	struct arena *a = NULL;
 
-	if (!conn_export_valid(&x) || x.bell < 0)
+	const struct dev_ops *dev = dev_of_kind(x.dev);
+
+	if (!dev || !conn_export_valid(&x) || x.bell < 0)
 		goto fail;
-	a = lgr_arena_adopt(x.arena_fd, x.arena_size);
+	a = lgr_arena_adopt(dev, x.arena_fd, x.arena_id, x.arena_size, x.link);
 	x.arena_fd = -1;
 	if (!a || !(s = usock_new(x.family, x.nonblock)))
 		goto fail;
@@ -172,6 +182,7 @@ fail:
 			holders_unmap(s->hold);
 			real.close(s->hold_fd);
 		}
+		conn_bell_release(s);
 		bell_close(&s->bell);
 		if (s->seg.arena)
 			lgr_seg_forget(&s->seg);

@@ -74,6 +74,8 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			continue;
 		}
 		if (writes_to_tcp(s)) {
+			if (lost_unended(s))
+				conn_abort(s, fd);
 			/* Before the kernel answers for a dead peer's socket. */
 			if (atomic_load(&s->peer_gone))
 				reset_if_peer_died(s, fd);

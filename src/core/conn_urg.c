@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../dev/dev.h"
 #include "conn_int.h"
 #include "stats.h"
 

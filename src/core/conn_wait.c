@@ -8,6 +8,7 @@
 #include <linux/futex.h>
 #include <stdio.h>
 
+#include "../dev/dev.h"
 #include "config.h"
 #include "conn_int.h"
 #include "hooks.h"
@@ -18,6 +19,13 @@
  * group's channel anyway: a peer killed outright rings nothing, but its FIN and
  * its channel's hang-up arrive, and are seen within this time. */
 #define FUTEX_SLICE_NS 200000000ull
+
+/* A descriptor readable when the link group's channel has a message or hung up,
+ * or -1. */
+static int ctl_fd(const struct lgr *g)
+{
+	return g && g->ctl >= 0 ? g->dev->ctl_pollfd(g->ctl) : -1;
+}
 
 /* The peer process's channel hung up: it died, unless its end went to other
  * processes, which its kernel socket then stays open for. */
@@ -81,7 +89,7 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
 	/* A slice ran out: look for what rings no bell. */
 	struct pollfd pf[2] = {{fd, (short)(in ? POLLIN | POLLRDHUP : 0), 0},
-			       {s->seg.lgr ? s->seg.lgr->ctl : -1, 0, 0}};
+			       {ctl_fd(s->seg.lgr), 0, 0}};
 	if (real.poll(pf, 2, 0) > 0) {
 		if (pf[0].revents)
 			atomic_store(&s->tcp_event, 1);
@@ -268,12 +276,14 @@ int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
 }
 
 /* Sleeps until the doorbell rings, the TCP socket reports something, the link
- * group's channel speaks or hangs up, or the deadline passes. Returns 0 to
- * re-check, -ETIMEDOUT or -EINTR. */
+ * group's channel speaks or hangs up, the device wants a look (its wake
+ * descriptor), or the deadline passes. Returns 0 to re-check, -ETIMEDOUT or
+ * -EINTR. */
 int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
 {
-	struct pollfd pf[3];
+	struct pollfd pf[4];
 	struct lgr *g = s->seg.lgr;
+	const struct dev_ops *dev = s->dev;
 	int pending = mode_of(s) == MODE_PENDING;
 
 	uint64_t dl = deadline, recheck = atomic_load_explicit(&s->recheck_ns, memory_order_relaxed);
@@ -282,11 +292,13 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	/* A handler that runs while we spin interrupts the call as it would
 	 * have interrupted the sleep. */
 	signal_wait_begin();
+	if (dev->wake_soon)
+		dev->wake_soon();
 	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
 	if (signal_caught())
 		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
-	if (s->connected && (events == POLLIN || events == POLLOUT)) {
+	if (s->connected && (events == POLLIN || events == POLLOUT) && (dev->flags & DEV_F_FUTEX)) {
 		/* The attach wakes the futex like data does; what rings nothing (a
 		 * decline, a plain peer) is looked for at the next recheck. */
 		int r = futex_wait_one(s, fd, events, dl, has_timeout);
@@ -295,24 +307,47 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};
 	if (!s->connected)
 		pf[0].events |= POLLOUT;
-	pf[1] = (struct pollfd){g && g->ctl >= 0 ? g->ctl : -1, (short)(pending ? POLLIN : 0), 0};
+	pf[1] = (struct pollfd){ctl_fd(g), (short)(pending ? POLLIN : 0), 0};
 	pf[2] = (struct pollfd){s->bell, POLLIN, 0};
+	pf[3] = (struct pollfd){dev->wake_fd ? dev->wake_fd() : -1, POLLIN, 0};
 	conn_arm_wait_begin(s);
 	conn_bell_wait_begin(s);
 	if (s->connected)
 		arm_bell(s, events);
-	if (shm_ready(s, &s->tx, &s->rx, events)) {
+	/* A handler that ran since the call began interrupts it now, as one
+	 * that runs during the sleep will. */
+	int caught = signal_caught();
+	if (caught || shm_ready(s, &s->tx, &s->rx, events)) {
 		conn_disarm(s, events);
 		conn_bell_wait_end(s);
 		conn_arm_wait_end(s);
-		return 0;
+		return !caught || (!has_timeout && signal_wait_restart()) ? 0 : -EINTR;
 	}
 	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
+	/* A copy of the direction, taken under its lock, for the looks below. */
+	struct ring_end copy = d == HOLD_RX ? s->rx : s->tx;
+	int one_way = !pending && s->connected && (events == POLLIN || events == POLLOUT);
 	op_unlock(s, d);
-	int ms = sys_ms_left(dl);
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	int r = signal_ppoll(pf, 3, ms < 0 ? NULL : &ts, NULL);
-	int e = errno;
+	int r, e, looked = 0;
+	for (;;) {
+		int ms = sys_ms_left(dl);
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+		r = signal_ppoll(pf, 4, ms < 0 ? NULL : &ts, NULL);
+		e = errno;
+		if (r != 1 || !pf[3].revents)
+			break;
+		/* Woken only for the device's look, which relays what rang to the
+		 * descriptors we sleep on. The ring itself is looked at too (a
+		 * peer in another kernel rings only when asked), on the copy: while
+		 * it shows nothing, the sleep goes on without taking the direction's
+		 * lock, which a readiness look in another thread would find held
+		 * and count as ready. */
+		dev->wake_tick();
+		pf[3].revents = 0;
+		looked = 1;
+		if (!one_way || signal_caught() || shm_ready(s, &copy, &copy, events))
+			break;
+	}
 	op_lock(s, d);
 	conn_disarm(s, events);
 	conn_bell_wait_end(s);
@@ -324,6 +359,14 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	}
 	if (r == 0)
 		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
+	if (pf[3].revents) {
+		dev->wake_tick();
+		looked = 1;
+	}
+	/* Woken to look, not for this call: a handler that ran since the sleep
+	 * interrupts the call as if it had come during it. */
+	if (looked && signal_caught())
+		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
 	if (pf[2].revents)
 		conn_bell_clear(s, NULL);
 	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))

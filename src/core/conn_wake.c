@@ -12,12 +12,10 @@
 #include "stats.h"
 #include "sys.h"
 
-static const struct dev_ops *dev = &dev_lo;
-
 static void ring_peer(struct usock *s)
 {
 	atomic_fetch_add_explicit(&s->tx.sh->prod_bells, 1, memory_order_release);
-	dev->doorbell_ring(s->bell);
+	s->dev->doorbell_ring(&s->seg, s->bell);
 	stat_add(STAT_DOORBELLS, 1);
 }
 
@@ -35,8 +33,17 @@ void bell_take(struct usock *s, int bell)
 {
 	uint32_t unread = s->seg.bell_unread < BELL_DRAIN_AT ? s->seg.bell_unread : BELL_DRAIN_AT;
 
+	s->dev = s->seg.arena->dev;
 	s->bell = bell;
 	atomic_store_explicit(&s->bells_drained, 0u - unread, memory_order_relaxed);
+	if (s->dev->bell_route)
+		s->dev->bell_route(&s->seg, bell, &s->peer_lost);
+}
+
+void conn_bell_release(struct usock *s)
+{
+	if (s->bell >= 0 && s->seg.arena && s->dev->bell_unroute)
+		s->dev->bell_unroute(&s->seg, s->bell);
 }
 
 /* Wakes a waiter the way it asked for: its futex, its doorbell, or both when a
@@ -95,7 +102,7 @@ void conn_bell_clear(struct usock *s, const void *except)
 				&s->bells_drained,
 				atomic_load_explicit(&s->rx.sh->prod_bells, memory_order_acquire),
 				memory_order_relaxed);
-		dev->doorbell_clear(s->bell);
+		s->dev->doorbell_clear(s->bell);
 		atomic_fetch_and(&s->bell_users, ~BELL_EMPTYING);
 	}
 	if (s->regs)

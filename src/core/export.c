@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include "../dev/dev.h"
 #include "clc.h"
 #include "segment.h"
 
@@ -54,7 +55,8 @@ int conn_export_claim(const struct conn_export *x, int first, int last, unsigned
 
 int conn_export_valid(const struct conn_export *x)
 {
-	if ((x->family != AF_INET && x->family != AF_INET6) || !flag(x->server) ||
+	if ((x->family != AF_INET && x->family != AF_INET6) || x->dev < 0 || x->dev >= DEV_KINDS ||
+	    !flag(x->server) ||
 	    !flag(x->nonblock) || !flag(x->shut_rd) || !flag(x->shut_wr) || !flag(x->abortive) ||
 	    !flag(x->rx_urg_read) || !flag(x->oobinline) || x->sndbuf_eff < 0 || x->rcvbuf_eff < 0 ||
 	    x->rcvlowat < 0 || x->notsent_lowat < 0)

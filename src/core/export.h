@@ -16,7 +16,11 @@ struct conn_export {
 	uint64_t inode;             /* ...and its inode, by which the next program finds
 	                               every descriptor of it, whatever their numbers */
 	int family, server, nonblock, shut_rd, shut_wr, abortive;
-	int arena_fd, bell, hold_fd; /* hold_fd: -1 when not shared */
+	int arena_fd, bell, hold_fd; /* arena_fd: -1 for a device that names arenas
+					itself; hold_fd: -1 when not shared */
+	int dev;                    /* its device (enum dev_kind) */
+	uint32_t arena_id;
+	uint64_t link[2];           /* the device's name of its channel (ctl_export) */
 	uint64_t arena_size, seg_off, seg_size, ring_size[2];
 	uint64_t tx_pos, tx_peer, tx_cap, rx_pos, rx_peer, rx_urg;
 	uint32_t tx_rung, rx_rung;

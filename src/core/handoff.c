@@ -17,6 +17,8 @@
 #include "stats.h"
 #include "sys.h"
 
+/* Siblings share one kernel: they talk over the local device's channels,
+ * whatever device carries their connections. */
 static const struct dev_ops *dev = &dev_lo;
 
 /* Siblings asked at once: the claimants a port records. */
@@ -83,7 +85,7 @@ int handoff_fd(void)
 	pthread_mutex_lock(&ho.lock);
 	if (ho.ep < 0) {
 		path_of(getpid(), path, sizeof(path));
-		int fd = dev->ctl_listen(path);
+		int fd = lo_ctl_listen(path);
 		int ep = fd < 0 ? -1 : sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
 		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LISTENER_TAG};
 		if (ep >= 0 && real.epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
@@ -144,13 +146,16 @@ struct reply_to {
 	uint64_t seq;
 };
 
-static int send_handoff(void *ctx, const struct clc_proposal *p, const int *fds)
+static int send_handoff(void *ctx, const struct lgr_gift *g)
 {
 	const struct reply_to *t = ctx;
 	struct clc_handoff h;
 
-	clc_handoff_init(&h, t->seq, p);
-	return dev->ctl_send(t->fd, &h, sizeof(h), fds, CLC_HFD_MAX) == (ssize_t)sizeof(h) ? 0 : -1;
+	clc_handoff_init(&h, t->seq, &g->p);
+	h.dev = g->dev;
+	h.link[0] = g->link[0];
+	h.link[1] = g->link[1];
+	return dev->ctl_send(t->fd, &h, sizeof(h), g->fds, g->nfds) == (ssize_t)sizeof(h) ? 0 : -1;
 }
 
 /* The 4-tuple an ASK names, and back. */
@@ -289,7 +294,7 @@ void handoff_serve(void)
 			if (answer(c, (pid_t)(ev[i].data.u64 >> 32)) < 0)
 				unlink_in(c);
 		}
-		while (accepting && (c = dev->ctl_accept(lfd)) >= 0)
+		while (accepting && (c = lo_ctl_accept(lfd)) >= 0)
 			link_in(c);
 		/* A new link's first ASK may already wait. */
 		again = n == 16 || accepting;
@@ -415,7 +420,7 @@ int handoff_fetch(const struct lgr_accepted *c, struct seg_loc *loc, int *bell, 
 				continue;
 			int ok = e == CLC_OK && m.hdr.type == CLC_HANDOFF && m.handoff.seq == a.seq;
 			if (ok && m.handoff.found) {
-				got = lgr_server_adopt(&m.handoff.p, fds, loc, bell);
+				got = lgr_server_adopt(&m.handoff, fds, loc, bell);
 				if (got) {
 					*conn_id = m.handoff.p.conn_id;
 					stat_add(STAT_HANDOFFS, 1);

@@ -3,18 +3,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
 #endif
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../dev/dev.h"
@@ -26,16 +24,15 @@
 #include "stats.h"
 #include "sys.h"
 
-static const struct dev_ops *dev = &dev_lo;
-
 /* ---------------------------------------------------------------- common */
 
-static struct lgr *lgr_new(enum lgr_role role, int ctl)
+static struct lgr *lgr_new(const struct dev_ops *dev, enum lgr_role role, int ctl)
 {
 	struct lgr *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return NULL;
+	g->dev = dev;
 	g->role = role;
 	g->ctl = ctl;
 	g->refs = 1;
@@ -84,19 +81,27 @@ static void ext_keep(struct lgr *g, const struct clc_ext_fd *m, int fd)
 	g->n_ext_in++;
 }
 
-static void *arena_map(int fd, uint64_t size)
+/* A new arena of dev's (make: ours, to carve; else as a proposal named it),
+ * mapped, for the link group whose channel is ctl. */
+static struct arena *arena_new(const struct dev_ops *dev, int ctl, int make, int fd, uint32_t id,
+			       uint64_t size)
 {
-	void *p = dev->arena_map(fd, size);
+	struct arena *a = calloc(1, sizeof(*a));
 
-	if (p)
-		stat_add(STAT_ARENA_MAPS, 1);
-	return p;
+	if (!a)
+		return NULL;
+	*a = (struct arena){.dev = dev, .fd = fd, .id = id, .size = size, .ctl = ctl, .mine = make};
+	if ((make ? dev->arena_create(a, size) : dev->arena_map(a)) < 0) {
+		free(a);
+		return NULL;
+	}
+	stat_add(STAT_ARENA_MAPS, 1);
+	return a;
 }
 
 static void arena_free(struct arena *a)
 {
-	real.close(a->fd);
-	dev->arena_unmap(a->base, a->size);
+	a->dev->arena_release(a);
 	free(a);
 }
 
@@ -125,7 +130,7 @@ void lgr_put(struct lgr *g)
 	bellcache_clear(&g->kept);
 	ext_list_free(g->ext_in);
 	if (g->ctl >= 0)
-		real.close(g->ctl);
+		g->dev->ctl_close(g->ctl);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
@@ -154,24 +159,24 @@ static void client_unlist(struct lgr *g)
 		}
 }
 
-struct lgr *lgr_client_get(const char *path)
+struct lgr *lgr_client_get(const struct dev_ops *dev, const char *path)
 {
 	struct lgr *g;
 
 	pthread_mutex_lock(&clients_lock);
 	for (g = clients; g; g = g->next)
-		if (!strcmp(g->peer, path) && !g->dead)
+		if (g->dev == dev && !strcmp(g->peer, path) && !g->dead)
 			break;
 	if (!g) {
 		int ctl = dev->ctl_connect(path);
 		if (ctl >= 0) {
-			g = lgr_new(LGR_CLIENT, ctl);
+			g = lgr_new(dev, LGR_CLIENT, ctl);
 			if (g) {
 				snprintf(g->peer, sizeof(g->peer), "%s", path);
 				g->next = clients;
 				clients = g;
 			} else {
-				real.close(ctl);
+				dev->ctl_close(ctl);
 			}
 		}
 	}
@@ -239,20 +244,12 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 		if (a->size - a->bump >= size)
 			break;
 	if (!a) {
-		uint64_t asz = cfg.arena_size > size ? cfg.arena_size : size;
-		int fd = dev->arena_create(asz);
-		if (fd < 0)
-			return fd;
-		a = calloc(1, sizeof(*a));
-		if (!a || !(a->base = arena_map(fd, asz))) {
-			free(a);
-			real.close(fd);
+		if (!(a = arena_new(g->dev, g->ctl, 1, -1, 0, size)))
 			return -ENOMEM;
-		}
-		a->fd = sys_fd_high(fd);
 		a->unsent = 1;
-		a->size = asz;
-		a->id = ++g->next_arena_id;
+		/* A device that names its arenas itself has set the id. */
+		if (!a->id)
+			a->id = ++g->next_arena_id;
 		a->next = g->arenas;
 		g->arenas = a;
 	}
@@ -264,7 +261,7 @@ static int seg_carve(struct lgr *g, uint64_t size, struct arena **ap, uint64_t *
 
 /* A new doorbell for a connection: our end, and the one that goes to the server.
  * Returns 0 or -errno. */
-static int bell_new(int *ours, int *theirs)
+static int bell_new(const struct dev_ops *dev, int *ours, int *theirs)
 {
 	int pair[2];
 
@@ -276,13 +273,14 @@ static int bell_new(int *ours, int *theirs)
 	return 0;
 }
 
-int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, int *bell)
+int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const struct sockaddr *dst,
+		const uint64_t ring_size[2], struct seg_loc *loc, int *bell)
 {
 	struct clc_proposal p;
 	struct arena *a;
 	uint64_t off, size = seg_bytes(ring_size);
-	int fds[CLC_FD_MAX], nfds = 1, theirs = -1, e;
+	int fds[CLC_FD_MAX], nfds = 0, theirs = -1, kept = 0, e;
+	int passes = (g->dev->flags & DEV_F_PASSES_FDS) != 0;
 	uint32_t unread;
 
 	pthread_mutex_lock(&g->lock);
@@ -293,7 +291,9 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	e = seg_carve(g, size, &a, &off, bell, &unread);
 	if (!e && *bell < 0) {
 		unread = 0;
-		e = bell_new(bell, &theirs);
+		e = bell_new(g->dev, bell, &theirs);
+	} else if (!e) {
+		kept = 1;
 	}
 	if (e) {
 		pthread_mutex_unlock(&g->lock);
@@ -303,6 +303,8 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	memset(h, 0, sizeof(*h));
 	h->magic = SEG_MAGIC;
 	atomic_store_explicit(&h->state, SEG_PENDING, memory_order_release);
+	if (g->dev->bind_publish)
+		g->dev->bind_publish(h, -1, dst);
 
 	clc_proposal_init(&p);
 	p.arena_id = a->id;
@@ -311,17 +313,21 @@ int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_s
 	p.seg_size = size;
 	p.ring_size[0] = ring_size[0];
 	p.ring_size[1] = ring_size[1];
-	fds[CLC_FD_TCP] = tcpfd;
-	if (theirs < 0)
+	/* What the device passes along, in CLC_FD_* order; without, the server
+	 * makes its own doorbell end and finds the arena by its id. */
+	if (passes)
+		fds[nfds++] = tcpfd;
+	if (kept)
 		p.flags |= CLC_F_BELL_KEPT;
-	else
+	else if (theirs >= 0)
 		fds[nfds++] = theirs;
 	if (a->unsent) {
 		p.flags |= CLC_F_NEW_ARENA;
 		p.arena_size = a->size;
-		fds[nfds++] = a->fd;
+		if (passes)
+			fds[nfds++] = a->fd;
 	}
-	ssize_t n = dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
+	ssize_t n = g->dev->ctl_send(g->ctl, &p, sizeof(p), fds, nfds);
 	bell_close(&theirs);
 	if (n != (ssize_t)sizeof(p)) {
 		/* The doorbell goes too: the server may or may not have kept its end. */
@@ -354,7 +360,7 @@ void lgr_withdraw(struct lgr *g, uint64_t conn_id)
 	struct clc_withdraw w;
 
 	clc_withdraw_init(&w, conn_id);
-	dev->ctl_send(g->ctl, &w, sizeof(w), NULL, 0);
+	g->dev->ctl_send(g->ctl, &w, sizeof(w), NULL, 0);
 }
 
 void lgr_client_poll(struct lgr *g)
@@ -368,7 +374,7 @@ void lgr_client_poll(struct lgr *g)
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		int nfds = CLC_FD_MAX;
-		ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+		ssize_t n = g->dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
 		if (n == -EAGAIN)
 			break;
 		if (n <= 0) {
@@ -380,7 +386,7 @@ void lgr_client_poll(struct lgr *g)
 				atomic_store(&s->declined, DECL_NO_DEVICE + 1);
 			break;
 		}
-		int e = clc_decode(buf, (size_t)n, nfds, &m);
+		int e = clc_decode(buf, (size_t)n, g->dev->flags & DEV_F_PASSES_FDS ? nfds : CLC_NFDS_NONE, &m);
 		if (!e && m.hdr.type == CLC_EXT_FD) {
 			ext_keep(g, &m.ext_fd, fds[0]);
 			continue;
@@ -446,31 +452,32 @@ static void adopted_trim(uint64_t now)
 	}
 }
 
-struct arena *lgr_arena_adopt(int fd, uint64_t size)
+struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, uint64_t size,
+			      const uint64_t link[2])
 {
-	struct stat st;
-	struct arena *a;
+	struct arena want = {.dev = dev, .fd = fd, .id = id, .size = size}, *a;
 
-	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size) {
-		real.close(fd);
+	if (dev->arena_ident(&want) < 0) {
+		if (fd >= 0)
+			real.close(fd);
 		return NULL;
 	}
 	pthread_mutex_lock(&adopted_lock);
 	for (a = adopted; a; a = a->next)
-		if (a->ino == st.st_ino && a->dev == st.st_dev)
+		if (a->dev == dev && a->ident[0] == want.ident[0] && a->ident[1] == want.ident[1])
 			break;
 	if (a) {
-		real.close(fd);
-	} else if ((a = calloc(1, sizeof(*a))) && (a->base = arena_map(fd, size))) {
-		a->fd = sys_fd_high(fd);
-		a->size = size;
-		a->dev = st.st_dev;
-		a->ino = st.st_ino;
+		if (fd >= 0)
+			real.close(fd);
+	} else if ((a = arena_new(dev, dev->ctl_adopt ? dev->ctl_adopt(link) : -1, 0, fd, id,
+				  size))) {
+		if (a->fd >= 0)
+			a->fd = sys_fd_high(a->fd);
+		a->ident[0] = want.ident[0];
+		a->ident[1] = want.ident[1];
 		a->next = adopted;
 		adopted = a;
-	} else {
-		free(a);
-		a = NULL;
+	} else if (fd >= 0) {
 		real.close(fd);
 	}
 	if (a)
@@ -605,61 +612,42 @@ struct prop {
 
 static struct {
 	pthread_mutex_t lock;
-	int lfd, ep;
-	char name[64];
+	struct dev_srv ds[DEV_KINDS]; /* our endpoint on each device */
+	int open;               /* endpoints open */
 	struct prop *unresolved;
 	struct prop *bucket[NBUCKETS];
 	int nlisteners;
-	struct lgr *lgrs;       /* link groups whose channels ep watches */
+	struct lgr *lgrs;       /* link groups whose channels the endpoints watch */
 	struct lgr *last;       /* where the last matched proposal came from (a reference) */
-	/* The process that made the control socket: a child that inherited it
-	 * may close its copy, but the name stays its maker's while it lives, whose
-	 * later listeners the registry sends their clients to. */
-	pid_t maker;
-} srv = {PTHREAD_MUTEX_INITIALIZER, -1, -1, "", NULL, {NULL}, 0, NULL, NULL, 0};
+	/* Connections accepted as plain while a late binding was awaited
+	 * (take_proposal): a proposal that binds to one of them afterwards is
+	 * declined at once, so that its client falls back without waiting. */
+	struct gave_up {
+		struct addr local, peer;
+	} gave_up[16];
+	unsigned ngave_up;
+} srv = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	 .ds = {[0 ... DEV_KINDS - 1] = {.lfd = -1, .ep = -1}}};
 
 int lgr_server_listening(void)
 {
 	return srv.nlisteners > 0;
 }
 
-const char *lgr_server_name(void)
+const char *lgr_server_name(const struct dev_ops *dev)
 {
-	return srv.name;
+	return srv.ds[dev->kind].name;
 }
 
 int lgr_server_start(void)
 {
-	char path[4200];
-	uint32_t rnd = 0;
-	int e = 0;
-
 	pthread_mutex_lock(&srv.lock);
-	if (srv.lfd >= 0)
-		goto out;
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
-		rnd = (uint32_t)sys_now_ns();
-	if (config_rundir_ready() < 0) {
-		e = -1;
-		goto out;
+	for (int i = 0; i < dev_count; i++) {
+		struct dev_srv *ds = &srv.ds[dev_list[i]->kind];
+		if (ds->lfd < 0 && dev_list[i]->srv_open(ds) == 0)
+			srv.open++;
 	}
-	snprintf(srv.name, sizeof(srv.name), "c-%d-%08x.sock", (int)getpid(), rnd);
-	snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
-	/* The epoll set outlives control sockets: link groups stay in it. */
-	if (srv.ep < 0)
-		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
-	int lfd = dev->ctl_listen(path);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	if (lfd < 0 || srv.ep < 0 || real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
-		e = -1;
-		if (lfd >= 0)
-			real.close(lfd);
-		srv.name[0] = 0;
-		goto out;
-	}
-	srv.lfd = lfd;
-	srv.maker = sys_pid();
-out:
+	int e = srv.open ? 0 : -1;
 	if (!e)
 		srv.nlisteners++;
 	pthread_mutex_unlock(&srv.lock);
@@ -734,7 +722,7 @@ static void server_lgr_dead(struct lgr *g)
 	 * and its channel, read again, says again that it is gone. */
 	if (g->dead)
 		return;
-	real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, g->ctl, NULL);
+	g->dev->srv_unwatch(&srv.ds[g->dev->kind], g->ctl);
 	if (srv.last == g) {
 		srv.last = NULL;
 		lgr_put(g);
@@ -754,17 +742,20 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	int fds[CLC_FD_MAX] = {-1, -1, -1}, k = 0, kept = (p->flags & CLC_F_BELL_KEPT) != 0;
 	uint32_t unread = 0;
 
-	/* Into the full layout: the TCP socket, the doorbell, the arena. */
-	fds[CLC_FD_TCP] = got[k++];
-	if (!kept)
-		fds[CLC_FD_BELL] = got[k++];
-	if (p->flags & CLC_F_NEW_ARENA)
-		fds[CLC_FD_ARENA] = got[k++];
+	/* Into the full layout: the TCP socket, the doorbell, the arena, for a
+	 * device that passes them. */
+	if (g->dev->flags & DEV_F_PASSES_FDS) {
+		fds[CLC_FD_TCP] = got[k++];
+		if (!kept)
+			fds[CLC_FD_BELL] = got[k++];
+		if (p->flags & CLC_F_NEW_ARENA)
+			fds[CLC_FD_ARENA] = got[k++];
+	}
 
 	/* Ids only grow: a replayed or reordered proposal is refused outright. */
 	if (p->conn_id <= g->next_conn_id) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
-		if (p->flags & CLC_F_NEW_ARENA)
+		if (fds[CLC_FD_ARENA] >= 0)
 			real.close(fds[CLC_FD_ARENA]);
 		goto drop;
 	}
@@ -772,25 +763,18 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 
 	if (p->flags & CLC_F_NEW_ARENA) {
 		int fd = fds[CLC_FD_ARENA];
-		a = NULL;
-		if (!arena_find(g, p->arena_id) && (a = calloc(1, sizeof(*a)))) {
-			a->base = arena_map(fd, p->arena_size);
-			if (!a->base) {
-				free(a);
-				a = NULL;
-			}
-		}
-		if (a)
-			a->fd = sys_fd_high(fd);
-		else
+		a = arena_find(g, p->arena_id)
+			    ? NULL
+			    : arena_new(g->dev, g->ctl, 0, fd, p->arena_id, p->arena_size);
+		if (a && a->fd >= 0)
+			a->fd = sys_fd_high(a->fd);
+		else if (!a && fd >= 0)
 			real.close(fd);
 		if (!a) {
 			stat_add(STAT_HANDSHAKE_ERR, 1);
 			lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
 			goto drop;
 		}
-		a->id = p->arena_id;
-		a->size = p->arena_size;
 		a->next = g->arenas;
 		g->arenas = a;
 	}
@@ -809,6 +793,12 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	else
 		bellcache_drop(&g->kept, key);
 	pthread_mutex_unlock(&g->lock);
+	/* A device that passes none: our end is made here. */
+	int none = -1;
+	if (!kept && fds[CLC_FD_BELL] < 0 && bell_new(g->dev, &fds[CLC_FD_BELL], &none) < 0) {
+		lgr_server_decline(g, p->conn_id, decline_code(DECL_MEMORY));
+		goto drop;
+	}
 	if (fds[CLC_FD_BELL] < 0) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
 		lgr_server_decline(g, p->conn_id, decline_code(DECL_PROTOCOL));
@@ -829,7 +819,8 @@ static void server_take_proposal(struct lgr *g, const struct clc_proposal *p, co
 	srv.unresolved = n;
 	return;
 drop:
-	real.close(fds[CLC_FD_TCP]);
+	if (fds[CLC_FD_TCP] >= 0)
+		real.close(fds[CLC_FD_TCP]);
 	bell_close(&fds[CLC_FD_BELL]);
 }
 
@@ -840,7 +831,7 @@ static int server_read_one(struct lgr *g)
 	char buf[256];
 	int fds[CLC_FD_MAX], nfds = CLC_FD_MAX;
 	union clc_msg m;
-	ssize_t n = dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
+	ssize_t n = g->dev->ctl_recv(g->ctl, buf, sizeof(buf), fds, &nfds);
 
 	if (n == -EAGAIN)
 		return 0;
@@ -848,7 +839,9 @@ static int server_read_one(struct lgr *g)
 		server_lgr_dead(g);
 		return 0;
 	}
-	int e = n < 0 ? CLC_EFDS : clc_decode(buf, (size_t)n, nfds, &m);
+	int e = n < 0 ? CLC_EFDS
+		      : clc_decode(buf, (size_t)n,
+				   g->dev->flags & DEV_F_PASSES_FDS ? nfds : CLC_NFDS_NONE, &m);
 	if (!e && m.hdr.type == CLC_PROPOSAL) {
 		server_take_proposal(g, &m.proposal, fds);
 		return 1;
@@ -876,58 +869,58 @@ static void server_read(struct lgr *g)
 		;
 }
 
+/* Takes in the link groups new at dev's endpoint, and what each has to say. */
+static void server_accept(const struct dev_ops *dev, struct dev_srv *ds)
+{
+	int ctl;
+
+	while ((ctl = dev->srv_accept(ds)) >= 0) {
+		struct lgr *g = lgr_new(dev, LGR_SERVER, ctl);
+		if (!g) {
+			dev->ctl_close(ctl);
+			continue;
+		}
+		if (dev->srv_watch(ds, ctl, g) < 0) {
+			lgr_put(g);
+			continue;
+		}
+		g->next = srv.lgrs;
+		srv.lgrs = g;
+		server_read(g);
+	}
+}
+
 /* Takes in every queued link group and message. Called with srv.lock held. */
 static void server_drain(void)
 {
-	struct epoll_event ev[64];
+	void *tags[64];
 	int n;
 
-	do {
-		n = real.epoll_wait(srv.ep, ev, 64, 0);
-		for (int i = 0; i < n; i++) {
-			struct lgr *g = ev[i].data.ptr;
-			if (g) {
-				if (!g->dead)
+	for (int d = 0; d < dev_count; d++) {
+		const struct dev_ops *dev = dev_list[d];
+		struct dev_srv *ds = &srv.ds[dev->kind];
+		if (ds->ep < 0 && ds->lfd < 0)
+			continue;
+		do {
+			n = dev->srv_events(ds, tags, 64);
+			for (int i = 0; i < n; i++) {
+				struct lgr *g = tags[i];
+				if (!g)
+					server_accept(dev, ds);
+				else if (!g->dead)
 					server_read(g);
-				continue;
 			}
-			int fd;
-			while ((fd = dev->ctl_accept(srv.lfd)) >= 0) {
-				struct epoll_event e2 = {.events = EPOLLIN};
-				g = lgr_new(LGR_SERVER, fd);
-				if (!g) {
-					real.close(fd);
-					continue;
-				}
-				e2.data.ptr = g;
-				if (real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, fd, &e2) < 0) {
-					lgr_put(g);
-					continue;
-				}
-				g->next = srv.lgrs;
-				srv.lgrs = g;
-				server_read(g);
-			}
-		}
-	} while (n == 64);
+		} while (n == 64);
+	}
 }
 
-static int sock_names(int fd, struct addr *local, struct addr *peer)
+/* The header of the segment a proposal names (its bounds were checked on
+ * arrival). */
+static struct seg_hdr *prop_hdr(const struct prop *p)
 {
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof(ss);
+	struct arena *a = arena_find(p->lgr, p->p.arena_id);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
-		return -1;
-	addr_from_sockaddr(local, (struct sockaddr *)&ss);
-	if (!local->port)
-		return -1;
-	l = sizeof(ss);
-	if (peer && getpeername(fd, (struct sockaddr *)&ss, &l) < 0)
-		return -1;
-	if (peer)
-		addr_from_sockaddr(peer, (struct sockaddr *)&ss);
-	return 0;
+	return (struct seg_hdr *)(a->base + p->p.seg_off);
 }
 
 static int prop_stale(struct prop *p, const void *now)
@@ -938,6 +931,18 @@ static int prop_stale(struct prop *p, const void *now)
 /* Moves proposals whose client socket is now connected into the buckets, and,
  * now and then, expires those nobody accepted (a socket connected to
  * some other listener, a NAT we could not recognise): each holds descriptors. */
+/* p binds to a connection accepted as plain already. */
+static int went_plain(const struct prop *p)
+{
+	unsigned n = srv.ngave_up < 16 ? srv.ngave_up : 16;
+
+	for (unsigned i = 0; i < n; i++)
+		if (addr_equal(&srv.gave_up[i].local, &p->cl_peer) &&
+		    addr_equal(&srv.gave_up[i].peer, &p->cl_local))
+			return 1;
+	return 0;
+}
+
 static void server_resolve(void)
 {
 	static uint64_t last_sweep;
@@ -950,8 +955,12 @@ static void server_resolve(void)
 
 	for (struct prop **pp = &srv.unresolved; *pp;) {
 		struct prop *p = *pp;
-		if (sock_names(p->fds[CLC_FD_TCP], &p->cl_local, &p->cl_peer) == 0) {
+		if (p->lgr->dev->bind_names(p->fds, prop_hdr(p), &p->cl_local, &p->cl_peer) == 0) {
 			*pp = p->next;
+			if (went_plain(p)) {
+				prop_drop(p, decline_code(DECL_TIMEOUT));
+				continue;
+			}
 			struct prop **b = &srv.bucket[p->cl_local.port % NBUCKETS];
 			p->next = *b;
 			*b = p;
@@ -985,8 +994,9 @@ static struct prop *bound_in(struct prop *hit, const struct addr *peer, uint64_t
 	uint64_t theirs = 0;
 	socklen_t l = sizeof(theirs);
 
-	/* A kernel without cookies cannot tell; the 4-tuple decides. */
-	if (!hit || !addr_is_loopback(peer) || !cookie ||
+	/* A kernel without cookies cannot tell, nor a device that passes no
+	 * socket; the 4-tuple decides. */
+	if (!hit || hit->fds[CLC_FD_TCP] < 0 || !addr_is_loopback(peer) || !cookie ||
 	    real.getsockopt(hit->fds[CLC_FD_TCP], SOL_SOCKET, SO_NETNS_COOKIE, &theirs, &l) < 0 ||
 	    theirs == cookie)
 		return hit;
@@ -1008,6 +1018,32 @@ static struct prop *take_match(const struct addr *local, const struct addr *peer
 	return NULL;
 }
 
+/* How long an acceptor waits for the names of a client of a device that binds
+ * late (DEV_F_BIND_LATE): it publishes them as soon as its connect() returns,
+ * which is about when the connection reaches accept(). */
+#define BIND_WAIT_NS (20 * 1000000ull)
+
+/* A proposal of a device that binds late, still without its client's names,
+ * that connects to local. */
+static int awaits(struct prop *p, const void *local)
+{
+	struct addr dst;
+
+	if (!(p->lgr->dev->flags & DEV_F_BIND_LATE) ||
+	    seg_bind_get(prop_hdr(p), SEG_BIND_DST, &dst) < 0)
+		return 0;
+	addr_reached(&dst);
+	return addr_equal(&dst, local);
+}
+
+static int awaited(const struct addr *local)
+{
+	for (struct prop *p = srv.unresolved; p; p = p->next)
+		if (awaits(p, local))
+			return 1;
+	return 0;
+}
+
 /* The proposal whose client socket mirrors local/peer, taken out of the table,
  * reading what the channels hold as far as needed. Called with srv.lock held. */
 static struct prop *take_proposal(const struct addr *local, const struct addr *peer)
@@ -1026,6 +1062,19 @@ static struct prop *take_proposal(const struct addr *local, const struct addr *p
 		server_resolve();
 		hit = take_match(local, peer);
 	}
+	if (!hit && awaited(local)) {
+		uint64_t until = sys_now_ns() + BIND_WAIT_NS;
+		while (!hit && awaited(local) && sys_now_ns() < until) {
+			sched_yield();
+			server_drain();
+			server_resolve();
+			hit = take_match(local, peer);
+		}
+		/* If one of them was this connection's, which goes on as plain
+		 * TCP, its client falls back as soon as its names come. */
+		if (!hit)
+			srv.gave_up[srv.ngave_up++ % 16] = (struct gave_up){*local, *peer};
+	}
 	return hit;
 }
 
@@ -1036,7 +1085,7 @@ int lgr_accepted_init(struct lgr_accepted *c, int fd, const struct sockaddr *pee
 	c->netns_cookie = netns_cookie;
 	addr_from_sockaddr(&c->peer, peer);
 	addr_from_sockaddr(&c->local, (const struct sockaddr *)bound);
-	return addr_is_any(&c->local) ? sock_names(fd, &c->local, NULL) : 0;
+	return addr_is_any(&c->local) ? addr_sock_names(fd, &c->local, NULL) : 0;
 }
 
 int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bell,
@@ -1046,7 +1095,7 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 	struct prop *hit = NULL;
 
 	pthread_mutex_lock(&srv.lock);
-	if (srv.lfd < 0) {
+	if (!srv.open) {
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
@@ -1080,19 +1129,20 @@ int lgr_server_match(const struct lgr_accepted *c, struct seg_loc *loc, int *bel
 				{hit->p.ring_size[0], hit->p.ring_size[1]},
 				(struct seg_hdr *)(a->base + hit->p.seg_off), hit->bell_unread, 0};
 	*conn_id = hit->p.conn_id;
-	real.close(hit->fds[CLC_FD_TCP]);
+	if (hit->fds[CLC_FD_TCP] >= 0)
+		real.close(hit->fds[CLC_FD_TCP]);
 	*bell = hit->fds[CLC_FD_BELL];
 	free(hit); /* its link group reference now belongs to loc */
 	return 1;
 }
 
 int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t netns_cookie,
-		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx)
+		    int (*send)(void *ctx, const struct lgr_gift *gift), void *ctx)
 {
 	struct prop *hit;
 
 	pthread_mutex_lock(&srv.lock);
-	if (srv.lfd < 0) {
+	if (!srv.open) {
 		pthread_mutex_unlock(&srv.lock);
 		return 0;
 	}
@@ -1103,22 +1153,30 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 		return 0;
 	/* While the sibling waits for this answer its client cannot have been
 	 * served, so it still holds its socket and closing our copy costs little. */
-	real.close(hit->fds[CLC_FD_TCP]);
+	if (hit->fds[CLC_FD_TCP] >= 0)
+		real.close(hit->fds[CLC_FD_TCP]);
 	hit->fds[CLC_FD_TCP] = -1;
 
 	struct arena *a = arena_find(hit->lgr, hit->p.arena_id);
-	struct clc_proposal p = hit->p;
+	struct lgr_gift gift = {.p = hit->p, .fds = {hit->fds[CLC_FD_BELL], a->fd}, .nfds = 2};
+	struct clc_proposal *p = &gift.p;
 	/* The arena's own descriptor goes along: sending copies it, and it stays
-	 * the link group's. So does the doorbell end's, kept for the segment's next
-	 * connection as if ours had ended (how many rings it holds then is the
-	 * sibling's to count). */
-	int fds[CLC_HFD_MAX] = {hit->fds[CLC_FD_BELL], a->fd};
-	p.flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
+	 * the link group's (a device that names arenas names it, and the channel
+	 * it rings the client through). So does the doorbell end's, kept for the
+	 * segment's next connection as if ours had ended (how many rings it holds
+	 * then is the sibling's to count). */
+	if (a->fd < 0) {
+		gift.dev = hit->lgr->dev->kind;
+		hit->lgr->dev->ctl_export(a->ctl, gift.link);
+		gift.nfds = 1;
+	}
+	p->flags = CLC_F_NEW_ARENA | CLC_F_BELL_HELD;
 	/* A kept end may still be watched here for its last connection: the
 	 * sibling's connection must not wake us. */
-	epoll_bell_gone(fds[CLC_HFD_BELL]);
-	p.arena_size = a->size;
-	if (send(ctx, &p, fds) < 0) {
+	epoll_bell_gone(gift.fds[CLC_HFD_BELL]);
+	p->arena_size = a->size;
+	int bell = gift.fds[CLC_HFD_BELL];
+	if (send(ctx, &gift) < 0) {
 		/* It stays ours, and we cannot attach it: the client falls back. */
 		prop_drop(hit, decline_code(DECL_MEMORY));
 		return 0;
@@ -1129,21 +1187,26 @@ int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t 
 	 * proposal is declined: one connection falls back. */
 	struct lgr *g = hit->lgr;
 	pthread_mutex_lock(&g->lock);
-	if (!g->dead && bellcache_put(&g->kept, bellcache_key(p.arena_id, p.seg_off), fds[CLC_HFD_BELL],
-				      SEG_BELL_UNKNOWN) == 0)
-		fds[CLC_HFD_BELL] = -1;
+	if (!g->dead &&
+	    bellcache_put(&g->kept, bellcache_key(p->arena_id, p->seg_off), bell, SEG_BELL_UNKNOWN) == 0)
+		bell = -1;
 	pthread_mutex_unlock(&g->lock);
-	bell_close(&fds[CLC_HFD_BELL]);
+	bell_close(&bell);
 	lgr_put(g);
 	free(hit);
 	return 1;
 }
 
-int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc, int *bell)
+int lgr_server_adopt(const struct clc_handoff *h, int *fds, struct seg_loc *loc, int *bell)
 {
-	struct arena *a = lgr_arena_adopt(fds[CLC_HFD_ARENA], p->arena_size);
+	const struct clc_proposal *p = &h->p;
+	const struct dev_ops *dev = dev_of_kind((int)h->dev);
+	struct arena *a = !dev ? NULL
+			       : lgr_arena_adopt(dev, h->dev ? -1 : fds[CLC_HFD_ARENA], p->arena_id,
+						 p->arena_size, h->link);
 
-	fds[CLC_HFD_ARENA] = -1;
+	if (!h->dev)
+		fds[CLC_HFD_ARENA] = -1;
 	/* The decoder bounded the segment; the arena we mapped must hold it too. */
 	if (!a || p->seg_off > a->size || p->seg_size > a->size - p->seg_off) {
 		stat_add(STAT_HANDSHAKE_ERR, 1);
@@ -1166,8 +1229,12 @@ int lgr_ext_send(struct lgr *g, uint64_t conn_id, uint32_t index, int fd, uint64
 {
 	struct clc_ext_fd m;
 
+	/* Memory of one kernel's processes travels as a descriptor, which only a
+	 * channel of the local device carries. */
+	if (!(g->dev->flags & DEV_F_PASSES_FDS))
+		return -EOPNOTSUPP;
 	clc_ext_fd_init(&m, conn_id, index, size);
-	ssize_t n = dev->ctl_send(g->ctl, &m, sizeof(m), &fd, 1);
+	ssize_t n = g->dev->ctl_send(g->ctl, &m, sizeof(m), &fd, 1);
 	return n == (ssize_t)sizeof(m) ? 0 : n < 0 ? (int)n : -EPROTO;
 }
 
@@ -1229,11 +1296,7 @@ void lgr_ext_drop(struct lgr *g, uint64_t conn_id)
 
 int lgr_peer_cred(struct lgr *g, struct ucred *cred)
 {
-	socklen_t l = sizeof(*cred);
-
-	if (!g || g->ctl < 0 || real.getsockopt(g->ctl, SOL_SOCKET, SO_PEERCRED, cred, &l) < 0)
-		return -1;
-	return 0;
+	return g && g->ctl >= 0 ? g->dev->ctl_peer_cred(g->ctl, cred) : -1;
 }
 
 pid_t lgr_peer_pid(struct lgr *g)
@@ -1245,11 +1308,7 @@ pid_t lgr_peer_pid(struct lgr *g)
 
 int lgr_hangs_up(struct lgr *g, int ms)
 {
-	struct pollfd pf = {g->ctl, 0, 0};
-
-	if (g->dead)
-		return 1;
-	return g->ctl >= 0 && real.poll(&pf, 1, ms) == 1 && (pf.revents & (POLLHUP | POLLERR));
+	return g->dead || (g->ctl >= 0 && g->dev->ctl_hangs_up(g->ctl, ms));
 }
 
 void lgr_peer_vanished(struct lgr *g)
@@ -1276,28 +1335,42 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code)
 		return; /* handed off by a sibling: the client's channel is the sibling's */
 
 	clc_decline_init(&d, conn_id, code);
-	dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
+	g->dev->ctl_send(g->ctl, &d, sizeof(d), NULL, 0);
+}
+
+#define SERVER_LOOK_NS (10 * 1000000ull)
+
+void lgr_server_look(void)
+{
+	static _Atomic uint64_t looked;
+	uint64_t now = sys_now_ns(), last = atomic_load_explicit(&looked, memory_order_relaxed);
+
+	/* Never waiting: a look is no reason to stall an accept under way. */
+	if (now - last < SERVER_LOOK_NS || !atomic_compare_exchange_strong(&looked, &last, now) ||
+	    pthread_mutex_trylock(&srv.lock))
+		return;
+	if (srv.lgrs)
+		server_drain();
+	pthread_mutex_unlock(&srv.lock);
 }
 
 void lgr_server_listener_gone(void)
 {
-	char path[4200];
 	int last = 0;
 
 	pthread_mutex_lock(&srv.lock);
-	if (--srv.nlisteners == 0 && srv.lfd >= 0) {
+	if (--srv.nlisteners == 0 && srv.open) {
 		last = 1;
 		server_drain();
 		props_filter(prop_any, NULL, decline_code(DECL_NO_DEVICE));
 		/* Link groups already open keep their channels; new clients find no
-		 * listener here any more, so the name goes. */
-		snprintf(path, sizeof(path), "%s/%s", cfg.rundir, srv.name);
-		if (srv.maker == sys_pid() || (kill(srv.maker, 0) < 0 && errno == ESRCH))
-			unlink(path);
-		real.epoll_ctl(srv.ep, EPOLL_CTL_DEL, srv.lfd, NULL);
-		real.close(srv.lfd);
-		srv.lfd = -1;
-		srv.name[0] = 0;
+		 * endpoint here any more. */
+		for (int i = 0; i < dev_count; i++) {
+			struct dev_srv *ds = &srv.ds[dev_list[i]->kind];
+			if (ds->lfd >= 0)
+				dev_list[i]->srv_close(ds);
+		}
+		srv.open = 0;
 	}
 	pthread_mutex_unlock(&srv.lock);
 	/* Outside srv.lock: answering siblings takes it under the handoff's locks. */
@@ -1312,7 +1385,7 @@ static void forget_in_child(struct lgr *g)
 {
 	pthread_mutex_init(&g->lock, NULL);
 	g->dead = 1;
-	real.close(g->ctl);
+	g->dev->ctl_close(g->ctl);
 	g->ctl = -1;
 	bellcache_clear(&g->kept);
 	ext_list_free(g->ext_in);
@@ -1334,11 +1407,9 @@ void lgr_atfork_child(void)
 	 * them leaves the parent's intact. */
 	pthread_mutex_init(&clients_lock, NULL);
 	pthread_mutex_init(&srv.lock, NULL);
-	/* The epoll set came with the fork: the parent's instance, naming link groups
-	 * by addresses that mean something only in the parent. The child gets its
-	 * own, watching the shared control socket for new link groups only: the
-	 * parent's channels stay the parent's, and their connections that the child
-	 * holds need them no more (a dead peer's FIN still arrives on TCP). */
+	/* The parent's channels stay the parent's, and their connections that the
+	 * child holds need them no more (a dead peer's FIN still arrives on TCP):
+	 * the child watches the endpoints for new link groups only. */
 	for (struct lgr *g = srv.lgrs, *n; g; g = n) {
 		n = g->next;
 		forget_in_child(g);
@@ -1347,13 +1418,8 @@ void lgr_atfork_child(void)
 	if (srv.last)
 		lgr_put(srv.last);
 	srv.last = NULL;
-	if (srv.ep >= 0) {
-		real.close(srv.ep);
-		srv.ep = sys_fd_high(real.epoll_create1(EPOLL_CLOEXEC));
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-		if (srv.ep >= 0 && srv.lfd >= 0)
-			real.epoll_ctl(srv.ep, EPOLL_CTL_ADD, srv.lfd, &ev);
-	}
+	for (int i = 0; i < dev_count; i++)
+		dev_list[i]->srv_atfork_child(&srv.ds[dev_list[i]->kind]);
 	for (struct lgr *g = clients, *n; g; g = n) {
 		n = g->next;
 		forget_in_child(g);

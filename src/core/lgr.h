@@ -20,15 +20,20 @@
 #include "segment.h"
 
 struct usock;
+struct dev_ops;
 
 struct arena {
+	const struct dev_ops *dev;
 	uint32_t id;
-	int fd;                 /* its memfd, kept so that exec() can hand it over */
-	int unsent;             /* client: the memfd still has to go with a proposal */
+	int fd;                 /* lo: its memfd, kept so that exec() can hand it over */
+	int ctl;                /* the channel it is announced on or came with (the device's) */
+	int mine;               /* client: made here, to carve */
+	int unsent;             /* client: the proposal announcing it has yet to go */
 	int refs;               /* adopted: connections using it */
 	uint64_t idle_since;    /* adopted, none using it: since when (sys_now_ns) */
-	dev_t dev;              /* adopted: its memfd, told apart from others without */
-	ino_t ino;              /* a system call per arena at every adoption */
+	/* adopted: what tells it from others without a system call per arena at
+	 * every adoption (dev_ops.arena_ident) */
+	uint64_t ident[2];
 	unsigned char *base;
 	uint64_t size;
 	uint64_t bump;          /* client: first never-used byte */
@@ -58,9 +63,10 @@ struct lgr_ext_fd {
 };
 
 struct lgr {
+	const struct dev_ops *dev;
 	enum lgr_role role;
-	int ctl;
-	char peer[256];         /* client: path of the listener's control socket */
+	int ctl;                /* the device's handle of the control channel */
+	char peer[256];         /* client: the registry's path of the listener's endpoint */
 	pthread_mutex_t lock;
 	int refs;               /* connections using it + 1 while it is usable */
 	int dead;               /* the channel hung up or broke */
@@ -91,14 +97,15 @@ struct seg_loc {
 };
 #define SEG_BELL_UNKNOWN UINT32_MAX
 
-/* Client: find or open the link group to a listener; returns it referenced. */
-struct lgr *lgr_client_get(const char *path);
-/* Client: carve a segment, initialise it PENDING, and send the proposal for it with
- * our TCP socket and, unless the segment's is kept, the server's end of a new
- * doorbell. bell gets our end (we sleep on it and ring through it). Returns 0 or
- * -errno. */
-int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const uint64_t ring_size[2],
-		struct seg_loc *loc, int *bell);
+/* Client: find or open the link group to a listener's endpoint on dev; returns
+ * it referenced. */
+struct lgr *lgr_client_get(const struct dev_ops *dev, const char *path);
+/* Client: carve a segment, initialise it PENDING, and send the proposal for it
+ * (to connect to dst) with what the device passes: our TCP socket and, unless
+ * the segment's is kept, the server's end of a new doorbell. bell gets our end
+ * (we sleep on it and ring through it). Returns 0 or -errno. */
+int lgr_propose(struct lgr *g, struct usock *s, int tcpfd, const struct sockaddr *dst,
+		const uint64_t ring_size[2], struct seg_loc *loc, int *bell);
 void lgr_withdraw(struct lgr *g, uint64_t conn_id);
 /* Client: read what the server sent (declines) and note a hang-up. */
 void lgr_client_poll(struct lgr *g);
@@ -113,9 +120,11 @@ void lgr_unpend(struct usock *s);
 /* Drops a connection's hold on its segment without releasing it: another
  * process still holds the connection's end. */
 void lgr_seg_forget(struct seg_loc *loc);
-/* After exec(): map an arena handed over by the previous program (taking over
- * fd), or find the one already mapped from the same memfd. NULL on failure. */
-struct arena *lgr_arena_adopt(int fd, uint64_t size);
+/* After exec(): map an arena of dev handed over by the previous program (taking
+ * over fd), or find the one already mapped; link names its channel
+ * (dev_ops.ctl_export). NULL on failure. */
+struct arena *lgr_arena_adopt(const struct dev_ops *dev, int fd, uint32_t id, uint64_t size,
+			      const uint64_t link[2]);
 
 /* Both: give a connection's segment (s->seg) back and drop the connection's
  * reference (a connection adopted after exec() has no link group: lgr is NULL).
@@ -148,9 +157,12 @@ void lgr_ext_drop(struct lgr *g, uint64_t conn_id);
 /* Whether the peer's end of the channel hangs up within ms (its process ended). */
 int lgr_hangs_up(struct lgr *g, int ms);
 
-/* Server: start accepting link groups on this process's control socket. */
+/* Server: start accepting link groups at this process's endpoint on each device
+ * (a listener opens them, its last close closes them). Returns 0 when one at
+ * least is open. */
 int lgr_server_start(void);
-const char *lgr_server_name(void);
+/* The endpoint's name on dev, "" when it is not open. */
+const char *lgr_server_name(const struct dev_ops *dev);
 /* Whether this process has an accelerated listener. */
 int lgr_server_listening(void);
 /* Server: a connection accept() returned, as proposals name it. */
@@ -176,15 +188,28 @@ void lgr_server_decline(struct lgr *g, uint64_t conn_id, uint32_t code);
 /* Server, for a sibling that accepted a connection proposed to us, from peer on
  * local, on a listener in the network namespace netns_cookie names. If the
  * proposal whose client socket mirrors that is here, send() gets it, ready to
- * travel (arena included), with its descriptors in CLC_HFD_* order, which stay
- * ours; once sent it is the sibling's. Returns 1 if it went. */
+ * travel (arena included: its descriptor, or for a device that names arenas
+ * itself, dev its kind and link the device's name of its channel), with its nfds
+ * descriptors in CLC_HFD_* order, which stay ours; once sent it is the
+ * sibling's. Returns 1 if it went. */
+struct lgr_gift {
+	struct clc_proposal p;
+	uint32_t dev;
+	uint64_t link[2];
+	int fds[CLC_HFD_MAX];
+	int nfds;
+};
 int lgr_server_give(const struct addr *local, const struct addr *peer, uint64_t netns_cookie,
-		    int (*send)(void *ctx, const struct clc_proposal *p, const int *fds), void *ctx);
+		    int (*send)(void *ctx, const struct lgr_gift *gift), void *ctx);
 /* Server: the proposal a sibling handed off for the connection we accepted (see
  * lgr_server_match), with its descriptors, which are taken over. The sibling
  * checked the binding; this maps the arena and returns 1, filling loc (without
  * a link group) and bell, or 0. */
-int lgr_server_adopt(const struct clc_proposal *p, int *fds, struct seg_loc *loc, int *bell);
+int lgr_server_adopt(const struct clc_handoff *h, int *fds, struct seg_loc *loc, int *bell);
+/* Server, now and then (a device's look, dev_ops.wake_tick): takes in what the
+ * channels hold, so that the link groups of clients gone are let go of even
+ * while no connection comes (their memory is freed once we do). */
+void lgr_server_look(void);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);
 

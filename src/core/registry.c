@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -143,32 +142,16 @@ static void link_path(char *buf, size_t len, unsigned port)
  * the wildcard, every address of its network namespace. */
 static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_t len)
 {
-	struct addr a;
-	struct ifaddrs *ifa, *i;
+	struct addr a[ADDR_LOCAL_MAX];
+	uint8_t prefix[ADDR_LOCAL_MAX];
+	int n = addr_local_list(bound, v6only, a, prefix, ADDR_LOCAL_MAX);
 	size_t used = 0;
-	addr_from_sockaddr(&a, bound);
-	out[0] = 0;
-	if (!addr_is_any(&a)) {
-		addr_format(&a, out, len);
-		return;
-	}
-	if (getifaddrs(&ifa) < 0)
-		return;
-	for (i = ifa; i; i = i->ifa_next) {
-		struct addr x;
-		char s[64];
 
-		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
-				     i->ifa_addr->sa_family != AF_INET6))
-			continue;
-		if (a.family == AF_INET && i->ifa_addr->sa_family != AF_INET)
-			continue;
-		if (v6only && i->ifa_addr->sa_family != AF_INET6)
-			continue;
-		addr_from_sockaddr(&x, i->ifa_addr);
-		addr_format(&x, s, sizeof(s));
-		/* Every 127.x.y.z reaches loopback's 127.0.0.1/8, and the listener. */
-		if (addr_is_loopback(&x) && x.family == AF_INET)
+	out[0] = 0;
+	for (int i = 0; i < n; i++) {
+		char s[64];
+		addr_format(&a[i], s, sizeof(s));
+		if (prefix[i] == 8)
 			snprintf(s, sizeof(s), "127.0.0.0/8");
 		size_t l = strlen(s);
 		if (used + l + 2 >= len)
@@ -178,7 +161,6 @@ static void addr_list(const struct sockaddr *bound, int v6only, char *out, size_
 		memcpy(out + used, s, l + 1);
 		used += l;
 	}
-	freeifaddrs(ifa);
 }
 
 /* Whether a control socket still has a process behind it; a dead one's file is

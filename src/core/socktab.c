@@ -1,5 +1,7 @@
 #include "socktab.h"
 
+#include "../dev/dev.h"
+
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -124,6 +126,7 @@ void socktab_note(int fd, const struct usock *s)
 		v.ring_size[1] = (uint32_t)s->seg.ring_size[s->server ? 0 : 1];
 		v.arena_fd = s->seg.arena ? s->seg.arena->fd : -1;
 		v.seg_off = s->seg.off;
+		v.device = (uint8_t)s->dev->kind;
 	}
 	publish_slot(fd, &v);
 }

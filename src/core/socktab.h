@@ -12,7 +12,8 @@
  * attach, fallback, close) under the slot's sequence word, odd while it writes;
  * a reader copies the slot and keeps the copy only if the word was even and
  * unchanged around it. Ring cursors are not copied here: a reader wanting them
- * maps the connection's segment through the arena descriptor the slot names.
+ * maps the connection's segment through the arena descriptor the slot names
+ * (a local device's: a region's arenas have none).
  *
  * A forked child publishes its sockets from their next state change on; those
  * it inherited stay listed under the parent for as long as the parent holds
@@ -30,7 +31,7 @@
 #include "decline.h"
 
 #define SOCKTAB_MAGIC 0x4b4154534355534dull
-#define SOCKTAB_VERSION 3u
+#define SOCKTAB_VERSION 4u
 /* Descriptors beyond this are not published (the file is sparse: only slots
  * written take memory). */
 #define SOCKTAB_MAX_SLOTS (1u << 20)
@@ -60,7 +61,7 @@ struct socktab_slot {
 	uint8_t state;            /* enum socktab_state */
 	uint8_t server;           /* the accepting end (listeners: 0) */
 	uint8_t decline;          /* enum decline, for SOCKTAB_TCP */
-	uint8_t reserved0;
+	uint8_t device;           /* enum dev_kind, for SOCKTAB_PENDING and SOCKTAB_SHM */
 	uint64_t conn_id;         /* within its link group */
 	uint32_t ring_size[2];    /* this end's: [0] it writes, [1] it reads */
 	int32_t arena_fd;         /* the process's descriptor of the segment's arena, or -1 */

@@ -121,11 +121,14 @@ void stat_fallback(enum stat_side side, enum decline reason)
 	count(f, stat_side_id(side, (enum side_stat)(SIDE_REASON + reason)), 1);
 }
 
-void stat_accel(enum stat_side side, uint64_t tx_size, uint64_t rx_size)
+const char *const stat_device_names[STAT_DEVICES] = {"lo", "ivshmem"};
+
+void stat_accel(enum stat_side side, int dev, uint64_t tx_size, uint64_t rx_size)
 {
 	struct stats_file *f = stats_file();
 
 	count(f, STAT_CONN_ACCEL, 1);
+	count(f, (enum stat_id)(STAT_DEV_ACCEL + dev), 1);
 	count(f, stat_side_id(side, SIDE_ACCEL), 1);
 	count(f, stat_side_id(side, (enum side_stat)(SIDE_RING_TX + stat_ring_bucket(tx_size))), 1);
 	count(f, stat_side_id(side, (enum side_stat)(SIDE_RING_RX + stat_ring_bucket(rx_size))), 1);

@@ -12,6 +12,9 @@
 
 /* Ring sizes are powers of two from 4 KiB to 64 MiB (CLC_RING_MIN..CLC_RING_MAX). */
 #define STAT_RING_BUCKETS 15
+/* The devices, by their names (src/dev/dev.h's enum dev_kind). */
+#define STAT_DEVICES 2
+extern const char *const stat_device_names[STAT_DEVICES];
 
 enum stat_side { SIDE_CLIENT, SIDE_SERVER, SIDE_MAX };
 
@@ -82,11 +85,13 @@ enum stat_id {
 	STAT_ERM_FAILED,
 	STAT_DDP,              /* DDP_STATS counters of direct data placement (ddp.h) */
 	STAT_SIDE = STAT_DDP + DDP_STATS, /* SIDE_STATS counters per side, client first */
-	STAT_MAX = STAT_SIDE + SIDE_MAX * SIDE_STATS
+	/* Ends accelerated, per device (enum dev_kind: lo, ivshmem). */
+	STAT_DEV_ACCEL = STAT_SIDE + SIDE_MAX * SIDE_STATS,
+	STAT_MAX = STAT_DEV_ACCEL + STAT_DEVICES
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 10u
+#define STATS_VERSION 11u
 
 struct stats_file {
 	uint64_t magic;
@@ -116,7 +121,8 @@ void stat_add(enum stat_id id, uint64_t n);
  * stay invisible. */
 void stat_open(void);
 void stat_fallback(enum stat_side side, enum decline reason);
-/* A connection attached, with the rings this end writes and reads. */
-void stat_accel(enum stat_side side, uint64_t tx_size, uint64_t rx_size);
+/* A connection attached on device dev (enum dev_kind), with the rings this end
+ * writes and reads. */
+void stat_accel(enum stat_side side, int dev, uint64_t tx_size, uint64_t rx_size);
 
 #endif

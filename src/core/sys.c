@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -240,4 +241,16 @@ int sys_in_signal(void)
 
 	/* The stack grows down: a caller inside the handler runs below its frame. */
 	return f && (uintptr_t)__builtin_frame_address(0) < f;
+}
+
+int sys_pid_gone(pid_t pid)
+{
+	char path[32], buf[256];
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	/* The state follows the last ')': the command name may hold any. */
+	char *e = sys_read_file(path, buf, sizeof(buf)) > 0 ? strrchr(buf, ')') : NULL;
+	return e && (e[2] == 'Z' || e[2] == 'X');
 }

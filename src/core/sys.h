@@ -108,6 +108,9 @@ ssize_t sys_read_file(const char *path, char *buf, size_t n);
  * (which anyone may read): a prefork worker of the process that listens, a
  * forked child of the one that connected. */
 int sys_descends(pid_t p, pid_t from);
+/* Whether process pid (of our pid namespace) has ended: gone, or a zombie its
+ * parent has not reaped yet. */
+int sys_pid_gone(pid_t pid);
 /* The receive buffer of a TCP socket nobody set one for, as getsockopt(SO_RCVBUF)
  * reports it (the second value of net.ipv4.tcp_rmem: a socket whose bytes go
  * through shared memory keeps it, the kernel never tunes it), read once. */

@@ -17,19 +17,17 @@
 
 #include "../core/lgr.h"
 #include "../core/segment.h"
+#include "../core/memfd.h"
 #include "../core/sys.h"
-#include "../dev/dev.h"
-
-static const struct dev_ops *dev = &dev_lo;
 
 int erm_area_open(struct erm_conn *e)
 {
 	if (e->area)
 		return 0;
-	int fd = dev->arena_create(ERM_AREA_SIZE);
+	int fd = memfd_sealed("usmc-erm-area", ERM_AREA_SIZE);
 	if (fd < 0)
 		return fd;
-	struct erm_area *a = dev->arena_map(fd, ERM_AREA_SIZE);
+	struct erm_area *a = memfd_map(fd, ERM_AREA_SIZE);
 	if (!a) {
 		real.close(fd);
 		return -ENOMEM;
@@ -40,7 +38,7 @@ int erm_area_open(struct erm_conn *e)
 	int r = lgr_ext_send(e->lgr, e->conn_id, 0, fd, ERM_AREA_SIZE);
 	real.close(fd);
 	if (r < 0) {
-		dev->arena_unmap(a, ERM_AREA_SIZE);
+		munmap(a, ERM_AREA_SIZE);
 		return r;
 	}
 	atomic_store_explicit(&e->area, a, memory_order_release);
@@ -67,7 +65,7 @@ static pid_t vouched(const struct erm_area *a, struct lgr *g)
 static void *map_peer(struct erm_conn *e, uint32_t index, uint64_t min, uint64_t *size)
 {
 	int fd = lgr_ext_take(e->lgr, e->conn_id, index, size);
-	void *p = fd >= 0 && *size >= min ? dev->arena_map(fd, *size) : NULL;
+	void *p = fd >= 0 && *size >= min ? memfd_map(fd, *size) : NULL;
 
 	if (fd >= 0)
 		real.close(fd);

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 
 #include "../core/sys.h"
-#include "../dev/dev.h"
+#include "../core/memfd.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct erm_alloc **table; /* sorted by base */
@@ -49,7 +49,7 @@ void *usmc_erm_alloc(size_t len)
 		return NULL;
 	}
 	a = calloc(1, sizeof(*a));
-	int fd = a ? dev_lo.arena_create(size) : -ENOMEM;
+	int fd = a ? memfd_sealed("usmc-erm", size) : -ENOMEM;
 	if (fd < 0) {
 		free(a);
 		errno = -fd;

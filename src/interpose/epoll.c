@@ -38,6 +38,7 @@
 #include "../core/handoff.h"
 #include "../core/hooks.h"
 #include "../core/sys.h"
+#include "../dev/dev.h"
 #include "fdtab.h"
 #include "init.h"
 
@@ -132,7 +133,23 @@ struct epshadow {
 	_Atomic uint64_t looked_ns; /* when a wait last looked at the application's instance */
 	_Atomic int dozers;  /* of the sleepers, those that armed to sleep in the kernel */
 	struct epreg *dozed; /* registrations they armed, under lock */
+	/* The device whose wake descriptor the set's sleeps watch: one of its
+	 * sockets is registered, and it wakes nobody by itself (dev_ops.wake_fd);
+	 * and whether ifd holds that descriptor. */
+	_Atomic(const struct dev_ops *) waker;
+	int wake_in;
 };
+
+/* A set nested in another, or polled, with sockets of a device that wakes
+ * nobody by itself: its own instance must not hold the device's wake
+ * descriptor (the set would look readable to its watcher at each of the
+ * device's looks), so every other wait of the process watches it instead. */
+static _Atomic(const struct dev_ops *) nested_waker;
+
+const struct dev_ops *epoll_nested_waker(void)
+{
+	return atomic_load_explicit(&nested_waker, memory_order_relaxed);
+}
 
 /* A parked entry heard this many rings (those its connection's peer made late,
  * at most two), so a connection on its doorbell end is watched some other way:
@@ -252,6 +269,9 @@ static void bws_sweep(struct epshadow *sh)
 /* The data of the handoff socket's entry in a private instance. */
 static const char handoff_mark;
 #define HANDOFF_MARK ((void *)&handoff_mark)
+/* ...and of the device's wake descriptor. */
+static const char wake_mark;
+#define WAKE_MARK ((void *)&wake_mark)
 
 /* A registration of a socket that may still be accelerated (its connect() is
  * to come), held by the application's instance until then. */
@@ -532,6 +552,23 @@ static void bell_unwatch(struct epreg *r)
 	atomic_fetch_sub_explicit(&r->sh->serving, 1, memory_order_relaxed);
 }
 
+/* The set sleeps on the wake descriptor of a device whose peers cannot wake it
+ * (edge-triggered: every set holding it hears each time it fires), unless it
+ * is nested. Called with sh->lock held. */
+static void wake_watch(struct epshadow *sh, const struct dev_ops *dev)
+{
+	int fd = dev->wake_fd ? dev->wake_fd() : -1;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = WAKE_MARK};
+
+	if (fd < 0)
+		return;
+	atomic_store(&sh->waker, dev);
+	if (atomic_load(&sh->nested))
+		atomic_store(&nested_waker, dev);
+	else if (!sh->wake_in && real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, fd, &ev) == 0)
+		sh->wake_in = 1;
+}
+
 static int watch(struct epreg *r, int op)
 {
 	struct epoll_event ev;
@@ -544,6 +581,7 @@ static int watch(struct epreg *r, int op)
 	}
 	if (bell_watch(r) < 0)
 		return -1;
+	wake_watch(r->sh, s->dev);
 	/* Writable says something only until connect() ends: a socket connected
 	 * already (every accepted one) would report it at once, waking the set
 	 * for nothing at each new connection. */
@@ -913,16 +951,23 @@ void epoll_shadow_put(struct obj *o)
 static void harvest(struct epshadow *sh)
 {
 	struct epoll_event ev[64];
-	int n;
+	int n, ticked;
 
 	bws_sweep(sh);
 	do {
+		/* A look the device made rings doorbells: taken in too. */
+		ticked = 0;
 		n = real.epoll_wait(sh->ifd, ev, 64, 0);
 		for (int i = 0; i < n; i++) {
 			uintptr_t p = (uintptr_t)ev[i].data.ptr;
 			struct epreg *r = (struct epreg *)(p & ~TAG_TCP);
 			if (ev[i].data.ptr == HANDOFF_MARK) {
 				handoff_serve();
+				continue;
+			}
+			if (ev[i].data.ptr == WAKE_MARK) {
+				atomic_load(&sh->waker)->wake_tick();
+				ticked = 1;
 				continue;
 			}
 			if (!r) {
@@ -953,7 +998,7 @@ static void harvest(struct epshadow *sh)
 			}
 			ready_push(sh, r);
 		}
-	} while (n == 64);
+	} while (n == 64 || ticked);
 }
 
 /* Puts r on the list collect() hands back to the ready list at its end. */
@@ -1355,6 +1400,16 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 			break;
 		}
 		int doze = !m && tmo;
+		/* A nested set's device is ours to watch too. */
+		const struct dev_ops *nw = epoll_nested_waker();
+		if (doze && nw && !sh->wake_in && !atomic_load(&sh->nested)) {
+			pthread_mutex_lock(&sh->lock);
+			wake_watch(sh, nw);
+			pthread_mutex_unlock(&sh->lock);
+		}
+		const struct dev_ops *waker = atomic_load(&sh->waker);
+		if (doze && waker)
+			waker->wake_soon();
 		if (doze) {
 			/* Going to sleep: every registration must be armed first.
 			 * Counted before: what another thread leaves unarmed after
@@ -1461,6 +1516,13 @@ void epoll_shadow_nest(struct obj *o)
 	int news = 0;
 	pthread_mutex_lock(&sh->lock);
 	harvest(sh);
+	const struct dev_ops *waker = atomic_load(&sh->waker);
+	if (waker) {
+		if (sh->wake_in)
+			real.epoll_ctl(sh->ifd, EPOLL_CTL_DEL, waker->wake_fd(), NULL);
+		sh->wake_in = 0;
+		atomic_store(&nested_waker, waker);
+	}
 	pthread_mutex_lock(&sh->ready_lock);
 	for (struct epreg *r = sh->ready; r; r = r->ready_next) {
 		struct conn_stamp seen;
@@ -1514,8 +1576,19 @@ FDTAB_WRAP(int, epoll_ctl, fd, (int epfd, int op, int fd, struct epoll_event *ev
 		int e = errno;
 		if (r == 0 && s && op == EPOLL_CTL_ADD && conn_listening(s))
 			watch_handoff(epfd);
-		if (r == 0 && op == EPOLL_CTL_ADD)
+		if (r == 0 && op == EPOLL_CTL_ADD && o->kind == OBJ_EPOLL) {
 			epoll_shadow_nest(o);
+			/* A wait in this set may be the only one the process makes: it
+			 * must be ours, to watch what the nested set's sleeps would
+			 * have, for a device that wakes nobody by itself. */
+			struct epshadow *outer = dev_wakes_none() ? shadow_get(epfd) : NULL;
+			if (outer) {
+				pthread_mutex_lock(&outer->lock);
+				shadow_start(outer, epfd);
+				pthread_mutex_unlock(&outer->lock);
+				epoll_shadow_put(&outer->o);
+			}
+		}
 		if (r == 0 && m == MODE_NEW) {
 			early_note(s, epfd, op, fd, ev);
 			/* That connect() may have looked for early registrations before

@@ -15,5 +15,8 @@ void epoll_atfork_child(void);
  * poll/select: the kernel must see it readable whenever a wait in it would
  * report something. */
 void epoll_shadow_nest(struct obj *o);
+/* The device whose wake descriptor every wait must watch, as a set nested or
+ * polled holds its sockets (dev_ops.wake_fd), or NULL. */
+const struct dev_ops *epoll_nested_waker(void);
 
 #endif

@@ -16,6 +16,7 @@
 #include "../core/socktab.h"
 #include "../core/sys.h"
 #include "../erm/erm.h"
+#include "../dev/dev.h"
 #include "epoll.h"
 #include "fdtab.h"
 
@@ -58,6 +59,9 @@ static void atfork_child(void)
 	obj_atfork_release();
 	fdtab_foreach(child_one);
 	epoll_atfork_child();
+	for (int i = 0; i < dev_count; i++)
+		if (dev_list[i]->atfork_child)
+			dev_list[i]->atfork_child();
 	lgr_atfork_child();
 	handoff_atfork_child();
 	sys_atfork_child();
@@ -102,6 +106,7 @@ __attribute__((constructor)) static void usmc_init(void)
 		return;
 	/* Before our own fork handlers: its lock is let go first in a child. */
 	erm_init();
+	dev_configure();
 	pthread_atfork(atfork_prepare, obj_atfork_release, atfork_child);
 	active = 1;
 	exec_adopt();

@@ -14,6 +14,7 @@
 
 #include "../core/conn.h"
 #include "../core/handoff.h"
+#include "../dev/dev.h"
 #include "../core/hooks.h"
 #include "../core/sys.h"
 #include "epoll.h"
@@ -63,16 +64,23 @@ static int ours(struct usock *s, int *listener)
 	return *listener;
 }
 
-/* hfd: the handoff socket to answer on while waiting, or -1. */
+/* hfd: the handoff socket to answer on while waiting, or -1; nested: the device
+ * whose wake descriptor an epoll set polled here needs watched, or NULL. */
 static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
-		      const struct timespec *tmo, const sigset_t *mask, int hfd)
+		      const struct timespec *tmo, const sigset_t *mask, int hfd,
+		      const struct dev_ops *nested)
 {
-	struct pollfd stack[STACK_FDS * 2 + 1], *p = stack;
-	nfds_t total = n + (nfds_t)nacc + 1;
+	struct pollfd stack[STACK_FDS * 2 + 1 + DEV_KINDS], *p = stack;
+	nfds_t total = n + (nfds_t)nacc + 1 + DEV_KINDS;
+	/* The devices of the sockets that sleep on the device's wake descriptor,
+	 * and where theirs is in p. */
+	const struct dev_ops *wakers[DEV_KINDS];
+	nfds_t wake_at[DEV_KINDS];
+	int nwakers = 0;
 	uint64_t deadline = 0;
 	int ret = -1;
 
-	if (total > STACK_FDS * 2 + 1 && !(p = malloc(total * sizeof(*p)))) {
+	if (total > STACK_FDS * 2 + 1 + DEV_KINDS && !(p = malloc(total * sizeof(*p)))) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -95,6 +103,20 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		}
 		if (hfd >= 0)
 			p[k++] = (struct pollfd){hfd, POLLIN, 0};
+		nwakers = 0;
+		for (nfds_t i = 0; i <= n; i++) {
+			const struct dev_ops *d = i == n ? nested : acc[i] ? acc[i]->dev : NULL;
+			int fd = d && d->wake_fd ? d->wake_fd() : -1, seen = 0;
+			for (int w = 0; w < nwakers; w++)
+				seen |= wakers[w] == d;
+			if (fd < 0 || seen)
+				continue;
+			if (sleep)
+				d->wake_soon();
+			wakers[nwakers] = d;
+			wake_at[nwakers++] = k;
+			p[k++] = (struct pollfd){fd, POLLIN, 0};
+		}
 		/* Spin before sleeping, unless a signal mask is the application's to
 		 * apply while it waits. The peers are asked to ring only after it:
 		 * while we spin, their bytes are seen in shared memory. */
@@ -145,7 +167,10 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			for (nfds_t i = 0, j = n; i < n; i++)
 				if (acc[i] && p[j++].revents)
 					conn_bell_clear(acc[i], NULL);
-		if (sleep && hfd >= 0 && p[k - 1].revents)
+		for (int w = 0; sleep && w < nwakers; w++)
+			if (p[wake_at[w]].revents)
+				wakers[w]->wake_tick();
+		if (sleep && hfd >= 0 && p[n + (nfds_t)nacc].revents)
 			handoff_serve();
 		for (nfds_t i = 0; i < n; i++) {
 			fds[i].revents = acc[i] ? conn_revents(acc[i], fds[i].fd, fds[i].events, p[i].revents)
@@ -160,6 +185,12 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			ret = ready;
 			break;
 		}
+		/* Looking again (a device's look woke the sleep for nothing): a
+		 * handler that ran meanwhile interrupts the call all the same. */
+		if (signal_caught()) {
+			errno = EINTR;
+			break;
+		}
 	}
 	if (p != stack)
 		free(p);
@@ -171,6 +202,7 @@ static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 {
 	struct usock *stack[STACK_FDS], **acc = stack;
 	int nacc = 0, listening = 0, r;
+	const struct dev_ops *nested = NULL;
 
 	if (n > STACK_FDS && !(acc = calloc(n, sizeof(*acc)))) {
 		errno = ENOMEM;
@@ -187,15 +219,17 @@ static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 		} else if (o) {
 			/* An epoll set waited for by poll: it must look readable. */
 			epoll_shadow_nest(o);
+			if (o->kind == OBJ_EPOLL)
+				nested = epoll_nested_waker();
 			listening |= listener;
 			obj_put(o);
 		}
 	}
 	int hfd = listening ? handoff_fd() : -1;
-	if (!nacc && hfd < 0)
+	if (!nacc && hfd < 0 && !nested)
 		r = use_ppoll ? real.ppoll(fds, n, tmo, mask) : real.poll(fds, n, ms);
 	else
-		r = poll_accel(fds, n, acc, nacc, tmo, mask, hfd);
+		r = poll_accel(fds, n, acc, nacc, tmo, mask, hfd, nested);
 	for (nfds_t i = 0; i < n && nacc; i++)
 		if (acc[i])
 			usock_put(acc[i]);
@@ -238,6 +272,8 @@ static int any_accel(int nfds, fd_set *r, fd_set *w, fd_set *x)
 		int listener, yes = sock_of(o) && ours(sock_of(o), &listener);
 		if (o) {
 			epoll_shadow_nest(o);
+			/* ...and its sleeps' device may need us to watch for it. */
+			yes |= o->kind == OBJ_EPOLL && epoll_nested_waker();
 			obj_put(o);
 		}
 		if (yes)

@@ -145,11 +145,13 @@ static int accept_common(int lfd, struct sockaddr *addr, socklen_t *alen, int fl
 				obj_put(o);
 			return real.accept4(lfd, addr, alen, flags);
 		}
-		/* Only a listener inherited across fork may have siblings to answer:
-		 * one process alone sleeps in the kernel's accept(), which wakes it
-		 * sooner. Blocking as the file says: its flag may have changed in
-		 * another process. */
-		int blocking = l->forked && !l->nonblock && !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
+		/* Only a listener inherited across fork may have siblings to answer,
+		 * and only a device that wakes nobody by itself needs our sleeps to
+		 * wake: otherwise a process sleeps in the kernel's accept(), which
+		 * wakes it sooner. Blocking as the file says: its flag may have
+		 * changed in another process. */
+		int blocking = !l->nonblock && accept_in_library(l) &&
+			       !(real.fcntl(lfd, F_GETFL) & O_NONBLOCK);
 		sl = sizeof(ss);
 		fd = blocking ? accept_blocking(l, lfd, (struct sockaddr *)&ss, &sl, flags)
 			      : real.accept4(lfd, (struct sockaddr *)&ss, &sl, flags);

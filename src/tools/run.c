@@ -12,6 +12,7 @@
 
 #include "../core/config.h"
 #include "../core/policy.h"
+#include "../dev/regionfile.h"
 #include "usmc.h"
 
 _Noreturn static void bad(const char *fmt, ...)
@@ -134,6 +135,8 @@ static int parse_options(int argc, char **argv)
 			help_exit();
 		if (!strcmp(a, "--rundir")) {
 			setenv("USMC_RUNDIR", value_of(argc, argv, &i), 1);
+		} else if (!strcmp(a, "--device")) {
+			setenv("USMC_DEVICE", value_of(argc, argv, &i), 1);
 		} else if (!strcmp(a, "--policy")) {
 			add_file(value_of(argc, argv, &i));
 			policy_given = 1;
@@ -158,6 +161,29 @@ static int parse_options(int argc, char **argv)
 	return i;
 }
 
+/* The region the ivshmem device would use, checked (and, blank, formatted) now:
+ * missing, too small, unreadable or of another format, the program would run
+ * without it. */
+static int region_ahead(char *why, size_t len)
+{
+	struct region_map m;
+	struct region r;
+	char e[1024];
+
+	for (int i = 0; i < cfg.ndevices; i++) {
+		if (cfg.devices[i] != 1)
+			continue;
+		if (region_map_open(&m, cfg.region, 0, e, sizeof(e)) < 0 ||
+		    region_open(&r, &m, REGION_LEASE_DEFAULT_MS, e, sizeof(e)) < 0) {
+			region_map_close(&m);
+			snprintf(why, len, "ivshmem: %s", e);
+			return -1;
+		}
+		region_map_close(&m);
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	char lib[PATH_MAX], pre[8192], why[sizeof(cfg.rundir) + 128];
@@ -168,6 +194,8 @@ int cmd_run(int argc, char **argv)
 	/* Judged now: the library could only step aside once the program runs.
 	 * Disabled, it uses no runtime directory. */
 	if (!cfg.disabled && config_rundir_check(1, why, sizeof(why)) < 0)
+		bad("%s", why);
+	if (!cfg.disabled && region_ahead(why, sizeof(why)) < 0)
 		bad("%s", why);
 	lib_path(lib);
 	const char *old = getenv("LD_PRELOAD");

@@ -12,6 +12,7 @@
 #include "../core/config.h"
 #include "../core/decline.h"
 #include "../core/segment.h"
+#include "../core/stats.h"
 #include "json.h"
 #include "proctcp.h"
 #include "socks.h"
@@ -92,6 +93,14 @@ static const char *mode_name(const struct socktab_slot *sl)
 	}
 }
 
+/* The device that carries a connection (PENDING, SMCD), NULL for the rest. */
+static const char *device_name(const struct socktab_slot *sl)
+{
+	if (sl->state != SOCKTAB_SHM && sl->state != SOCKTAB_PENDING)
+		return NULL;
+	return sl->device < STAT_DEVICES ? stat_device_names[sl->device] : "?";
+}
+
 static const char *side_name(const struct socktab_slot *sl)
 {
 	return sl->state == SOCKTAB_LISTEN ? "listener" : sl->server ? "server" : "client";
@@ -127,6 +136,9 @@ static void print_text(const struct opts *o, const struct row *r)
 	if (sl->state == SOCKTAB_TCP)
 		snprintf(mode, sizeof(mode), "TCP 0x%08x %s", decline_code(sl->decline),
 			 decline_name(sl->decline));
+	else if (device_name(sl) && sl->device)
+		/* The local device's is the mode as it always was. */
+		snprintf(mode, sizeof(mode), "%s/%s", mode_name(sl), device_name(sl));
 	else
 		snprintf(mode, sizeof(mode), "%s", mode_name(sl));
 	printf("%-11s %-6s %-7d %-15s %-9lu %-41s %-41s %s", tcp_state_name(r->tcp->state),
@@ -176,6 +188,10 @@ static void print_json(const struct opts *o, const struct row *r)
 		       decline_name(sl->decline));
 	else
 		printf("null");
+	if (device_name(sl))
+		printf(", \"device\": \"%s\"", device_name(sl));
+	else
+		printf(", \"device\": null");
 	if (o->debug) {
 		printf(", \"detail\": ");
 		if (sl->state == SOCKTAB_SHM || sl->state == SOCKTAB_PENDING) {

@@ -123,6 +123,9 @@ static void print_lines(const struct totals *t)
 					       ring_label(b), (unsigned long long)c);
 			}
 	}
+	for (int d = 0; d < STAT_DEVICES; d++)
+		printf("%s_conn_accelerated %llu\n", stat_device_names[d],
+		       (unsigned long long)t->v[STAT_DEV_ACCEL + d]);
 }
 
 static void json_reasons(const uint64_t *count)
@@ -181,7 +184,11 @@ static void print_json(const struct totals *t)
 		json_rings(v + SIDE_RING_RX);
 		printf("}");
 	}
-	printf("}\n");
+	printf(",\n \"devices\": {");
+	for (int d = 0; d < STAT_DEVICES; d++)
+		printf("%s\"%s\": {\"conn_accelerated\": %llu}", d ? ", " : "", stat_device_names[d],
+		       (unsigned long long)t->v[STAT_DEV_ACCEL + d]);
+	printf("}}\n");
 }
 
 int cmd_stats(int argc, char **argv)

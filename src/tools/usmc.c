@@ -17,6 +17,7 @@ static const char overview[] =
 	"         back to TCP (and why), listening\n"
 	"  check  tell whether a connection to HOST:PORT would be accelerated, and if not, why\n"
 	"  nvme   NVMe/TCP: a target, and a host that identifies, discovers and measures\n"
+	"  region make a region shared between virtual machines, or show what is in one\n"
 	"\n"
 	"`usmc COMMAND --help` describes a command; man usmc(1) and usmc(7) say more.\n";
 
@@ -38,6 +39,10 @@ static const char run_usage[] =
 	"  -t, --send-ring SIZE  send ring of each connection it opens (4K to 64M)\n"
 	"  --busy-poll US        spin up to US microseconds for the peer before sleeping\n"
 	"                        (0 to 1000000; 0 sleeps at once)\n"
+	"  --device DEV[,DEV]    the devices to use, in order of preference: lo (processes of\n"
+	"                        this kernel, the default), ivshmem[:PATH] (a region shared\n"
+	"                        with other kernels: the ivshmem PCI device, or PATH); ivshmem\n"
+	"                        alone means lo,ivshmem\n"
 	"  -h, --help            print this help\n";
 
 static const char stats_usage[] =
@@ -122,6 +127,27 @@ static const char check_usage[] =
 	"                else /tmp/usmc-UID\n"
 	"  -h, --help    print this help\n";
 
+static const char region_usage[] =
+	"usage: usmc region create PATH --size SIZE [--lease MS] [--slots N] [--force]\n"
+	"       usmc region status [PATH] [--json]\n"
+	"\n"
+	"A region is the memory virtual machines (and host processes) attached to one\n"
+	"ivshmem device share: usmc keeps its listeners, link groups and connections there.\n"
+	"PATH is a file (what QEMU's memory-backend-file maps), a PCI device's sysfs\n"
+	"directory, or one of its resource files; without one, status looks at the region\n"
+	"USMC_DEVICE names, else at the first ivshmem PCI device.\n"
+	"\n"
+	"  create        format PATH as a region (a file is made or grown to SIZE)\n"
+	"  --size SIZE   bytes, with a K, M or G suffix (at least 4M)\n"
+	"  --lease MS    how long a silent peer lives before its connections end (100 to\n"
+	"                600000; default 5000)\n"
+	"  --slots N     how many processes may attach at once (2 to 255; default 64)\n"
+	"  --force       format a region again, ending every connection through it\n"
+	"  status        the peers attached (slot, key, live or quiet, connections,\n"
+	"                memory), the listeners published, memory and channels in use\n"
+	"  --json        print one JSON object instead (docs/schema/usmc-region.schema.json)\n"
+	"  -h, --help    print this help\n";
+
 static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -133,6 +159,7 @@ static const struct command {
 	{"check", cmd_check, check_usage},
 	/* A program of its own, which has its own help. */
 	{"nvme", cmd_nvme, NULL},
+	{"region", cmd_region, region_usage},
 };
 
 static const char *current_usage = overview;

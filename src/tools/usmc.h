@@ -17,5 +17,6 @@ int cmd_stats(int argc, char **argv);
 int cmd_ss(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_nvme(int argc, char **argv);
+int cmd_region(int argc, char **argv);
 
 #endif

@@ -419,11 +419,11 @@ CONF
 }
 
 # run_wrk NAME URL FILE ARGS...: wrk's verdict is requests completed, every one answered 200
-# with FILE as its body, and no socket errors.
+# with FILE as its body, and no socket errors. WRK_MODE=plain runs it without usmc.
 run_wrk() {
     local name=$1 url=$2 file=$3 out=$WORK/wrk-$1.log requests
     shift 3
-    client acc wrk -t1 -c50 "$@" -s "$APPS_DIR/wrk_check.lua" "$url" -- "$file" >"$out" 2>&1 ||
+    client "${WRK_MODE:-acc}" wrk -t1 -c50 "$@" -s "$APPS_DIR/wrk_check.lua" "$url" -- "$file" >"$out" 2>&1 ||
         { cat "$out"; fail "wrk $name exited with an error"; }
     cat "$out"
     requests=$(sed -n 's/^ *\([0-9]*\) requests in .*/\1/p' "$out")

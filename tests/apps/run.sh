@@ -8,7 +8,7 @@
 set -uo pipefail
 
 dir=$(cd "$(dirname "$0")" && pwd)
-scenarios=(sockperf iperf3 redis nginx php_fpm fallback containers engines restart python postgres memcached tokio grpc)
+scenarios=(sockperf iperf3 redis nginx php_fpm fallback containers engines region region_fallback restart python postgres memcached tokio grpc)
 export APPS_MODE=usmc
 # One scenario transfers for well under a minute; past this it is hung.
 limit=${APPS_SCENARIO_TIMEOUT:-240}

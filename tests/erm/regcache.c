@@ -62,7 +62,7 @@ int main(void)
     written(fd, id, b, 'b');
 
     /* the same allocation again and again: one memfd for the peer, a microsecond each */
-    int before = et_maps(et_peer(), "memfd:usmc-arena");
+    int before = et_maps(et_peer(), "memfd:usmc-erm");
     struct timespec t0, t1;
     enum { TIMES = 2000 };
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -72,7 +72,7 @@ int main(void)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     written(fd, id, b, 'c');
-    CHECK(et_maps(et_peer(), "memfd:usmc-arena") == before);
+    CHECK(et_maps(et_peer(), "memfd:usmc-erm") == before);
     double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
                 TIMES / 1e3;
     printf("cached re-registration with deregistration: %.2f us\n", us);

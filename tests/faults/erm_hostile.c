@@ -124,7 +124,7 @@ static void areas(struct erm_area **mine, struct erm_area **theirs)
     CHECK(f);
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
-        if (!strstr(line, "usmc-arena") || sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
+        if (!strstr(line, "usmc-erm-area") || sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
             hi - lo != ERM_AREA_SIZE)
             continue;
         struct erm_area *a = (struct erm_area *)lo;

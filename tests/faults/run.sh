@@ -21,6 +21,7 @@ san=$(san_of "$build")
 [ "$san" = tsan ] && cflags+=(-fsanitize=thread)
 
 # name | program and arguments | stats expectations (counter>N or counter==N) | environment
+# (@REGION@ in it names a fresh region file for the test: 64 MiB, a lease of 1000 ms)
 tests=(
     "corrupt_prod_ahead|corrupt_cursor prod_ahead|conn_accelerated>1 conn_aborted>0|"
     "corrupt_prod_back|corrupt_cursor prod_back|conn_accelerated>1 conn_aborted>0|"
@@ -78,6 +79,13 @@ tests=(
     "erm_forged_events|erm_hostile events|conn_accelerated>1 erm_commands==1|"
     "erm_forged_cons|erm_hostile cons|conn_accelerated>1 erm_commands==1 erm_failed==1|"
     "erm_stuck_inflight|erm_hostile inflight|conn_accelerated>1 erm_commands==2|"
+    "region_header|region header|ivshmem_conn_accelerated>1|USMC_DEVICE=ivshmem:@REGION@,lo"
+    "region_slots|region slots|ivshmem_conn_accelerated>1|USMC_DEVICE=ivshmem:@REGION@,lo"
+    "region_channels|region channels|ivshmem_conn_accelerated>1|USMC_DEVICE=ivshmem:@REGION@,lo"
+    "region_cursors|region cursors|ivshmem_conn_accelerated>3 conn_aborted>0|USMC_DEVICE=ivshmem:@REGION@,lo"
+    "region_full|region full|ivshmem_conn_accelerated>1 fallback_memory>0|USMC_DEVICE=ivshmem:@REGION@,lo USMC_RING_SIZE=8M"
+    "region_reformat|region reformat|ivshmem_conn_accelerated>1|USMC_DEVICE=ivshmem:@REGION@,lo"
+    "region_frozen|region frozen|ivshmem_conn_accelerated>0|USMC_DEVICE=ivshmem:@REGION@,lo"
 )
 
 passed=0 failed=0 skipped=0
@@ -90,13 +98,15 @@ compile() {
     local prog=$1 bin=$out/$1 dep
     if [ -e "$bin" ]; then
         for dep in "$here/$prog.c" "$here/faults.c" "$here/faults.h" "$root"/src/core/*.h \
-            "$root"/src/erm/*.h "$root"/include/usmc/*.h; do
+            "$root"/src/erm/*.h "$root"/include/usmc/*.h "$root"/src/dev/*.h; do
             [ "$bin" -nt "$dep" ] || { dep=stale; break; }
         done
         [ "$dep" = stale ] || return 0
     fi
-    cc "${cflags[@]}" "$here/$prog.c" "$here/faults.c" "$root/src/core/decline.c" -o "$bin" \
-        >"$out/$prog.cc" 2>&1
+    # A program names what more of the library it needs on a line `/* link: src/x.c ... */`.
+    # shellcheck disable=SC2046 # the link line is a list of paths
+    cc "${cflags[@]}" "$here/$prog.c" "$here/faults.c" "$root/src/core/decline.c" \
+        $(sed -n 's|^/\* link: \(.*\) \*/$|\1|p' "$here/$prog.c") -o "$bin" >"$out/$prog.cc" 2>&1
 }
 
 stat_value() {
@@ -133,11 +143,18 @@ run_one() {
         return
     fi
     rundir=$(mktemp -d "${TMPDIR:-/tmp}/usmc-faults.XXXXXX") || exit 1
+    local region=
+    if [[ $env == *@REGION@* ]]; then
+        region=$(mktemp /dev/shm/usmc-faults-region.XXXXXX) || exit 1
+        "$usmc" region create "$region" --size 64M --lease 1000 --force >/dev/null || exit 1
+        envv=("${envv[@]//@REGION@/$region}")
+    fi
     env ${envv[@]+"${envv[@]}"} timeout 60 "$usmc" run --rundir "$rundir" -- \
         "$out/$prog" "${argv[@]:1}" >"$log" 2>&1
     rc=$?
     "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
     rm -rf "$rundir"
+    [ -z "$region" ] || rm -f "$region"
     if san_reports "$log"; then
         fail "$name" "sanitizer report" "$log"
         return

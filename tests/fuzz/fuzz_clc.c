@@ -1,6 +1,7 @@
 /* link: src/core/clc.c */
 /* clc_decode on arbitrary bytes. The first byte picks how many descriptors came
- * with the datagram (-1..CLC_FD_MAX), the rest is the datagram. Besides memory safety, the
+ * with the datagram (0..CLC_FD_MAX), or -1 for a channel that passes none
+ * (CLC_NFDS_NONE), the rest is the datagram. Besides memory safety, the
  * verdict must agree with the rules of clc.h and segment.h restated here
  * independently, and an accepted message must be copied out unchanged. */
 #include "clc.h"
@@ -29,8 +30,9 @@ static int proposal_ok(const struct clc_proposal *p, int nfds)
 
 	if ((p->flags & ~(CLC_F_NEW_ARENA | CLC_F_BELL_KEPT)) || (new_arena && kept))
 		return 0;
-	/* the TCP socket, the doorbell end unless kept, the arena when new */
-	if (nfds != 1 + !kept + new_arena)
+	/* the TCP socket, the doorbell end unless kept, the arena when new; none
+	 * of them from a channel that passes none */
+	if (nfds != -1 && nfds != 1 + !kept + new_arena)
 		return 0;
 	if (new_arena && (p->arena_size == 0 || p->arena_size % PAGE ||
 			  p->arena_size > CLC_ARENA_MAX))
@@ -67,22 +69,29 @@ static int message_ok(const unsigned char *b, size_t len, int nfds)
 		memcpy(&p, b, sizeof(p));
 		return proposal_ok(&p, nfds);
 	}
+	/* any other message from a channel that passes none came with none */
+	if (nfds == -1)
+		nfds = 0;
 	if (h.type == CLC_HANDOFF) {
 		struct clc_handoff o;
 		static const unsigned char zero[sizeof(o.p)];
 
 		memcpy(&o, b, sizeof(o));
-		if (o.pad || o.found > 1)
+		/* dev: 0 the local device, 1 ivshmem, whose arenas are named by
+		 * link words; the local one's link words are zero */
+		if (o.dev > 1 || o.found > 1 || (!o.dev && (o.link[0] || o.link[1])))
 			return 0;
 		if (!o.found)
-			return !memcmp(&o.p, zero, sizeof(zero)) && nfds == 0;
-		/* a proposal of its own, whose arena always travels, and whose doorbell
-		 * end the sender may keep too; two descriptors come, the doorbell end
-		 * and the arena, the client's socket staying with the sender */
+			return !o.dev && !memcmp(&o.p, zero, sizeof(zero)) && nfds == 0;
+		/* a proposal of its own, and whose doorbell end the sender may keep
+		 * too; the local device's come with two descriptors, the doorbell end
+		 * and the arena, the client's socket staying with the sender; a named
+		 * arena (ivshmem) leaves only the doorbell end to travel */
 		o.p.flags &= ~CLC_F_BELL_HELD;
 		return o.p.hdr.eyecatcher == CLC_EYECATCHER && o.p.hdr.version == CLC_VERSION &&
 		       o.p.hdr.type == CLC_PROPOSAL && o.p.hdr.length == sizeof(o.p) &&
-		       o.p.flags == CLC_F_NEW_ARENA && nfds == 2 && proposal_ok(&o.p, 3);
+		       o.p.flags == CLC_F_NEW_ARENA && nfds == (o.dev ? 1 : 2) &&
+		       proposal_ok(&o.p, 3);
 	}
 	if (h.type == CLC_ASK) {
 		/* family 4 or 6 at byte 8, padding 9..11, ports 12..15, then the server's

@@ -242,6 +242,59 @@ case_check_netns() {
         "('other_netns', 'error')"
 }
 
+# usmc region: a region made and shown (its JSON against the schema), a listener and the peer
+# attached to it seen there, and what the tools and the library say of regions that cannot
+# be used: missing, too small, truncated below what its header says, of another format
+# version, not readable.
+case_region() {
+    . "$ROOT/tests/lib/sanitizer.sh"
+    local r=$WORK/region j=$WORK/region.json bad out
+    "$USMC" region create "$r" --size 16M --lease 2000 >/dev/null || fail "region create"
+    RC=0
+    "$USMC" region create "$r" --size 16M >/dev/null 2>"$WORK/err" || RC=$?
+    expect "create over a region: status" "$RC" 1
+    grep -q "holds a region already" "$WORK/err" || fail "create over a region: $(cat "$WORK/err")"
+    USMC_DEVICE=ivshmem:$r server regsrv acc 127.0.0.1
+    usmc_json region "$j" region status "$r"
+    expect "status" "$RC" 0
+    expect "a peer and its listener" "$(jget "$j" '(d["lease_ms"], d["mapping"]["kind"], len(d["peers"]) >= 1, [l["port"] for l in d["listeners"]] == [int("'"$PORT_regsrv"'")])')" \
+        "(2000, 'file', True, True)"
+    "$USMC" region status "$r" | grep -q "^$PORT_regsrv " || fail "status lists no listener"
+    stop regsrv
+
+    # check_bad WHAT FILE MESSAGE: usmc run refuses it (status 2), usmc region status too
+    # (status 1), saying MESSAGE; the library says it once and runs without the region.
+    check_bad() {
+        RC=0
+        "$USMC" run --rundir "$RD" --device "ivshmem:$2" -- true 2>"$WORK/err" || RC=$?
+        expect "usmc run, $1: status" "$RC" 2
+        grep -q "$3" "$WORK/err" || fail "usmc run, $1: $(cat "$WORK/err")"
+        RC=0
+        "$USMC" region status "$2" >/dev/null 2>"$WORK/err" || RC=$?
+        expect "usmc region status, $1: status" "$RC" 1
+        grep -q "$3" "$WORK/err" || fail "usmc region status, $1: $(cat "$WORK/err")"
+        out=$(USMC_DEVICE=ivshmem:$2 LD_PRELOAD=$(san_preload "$USMC_BUILD") USMC_RUNDIR=$RD \
+            "$PEER" server 127.0.0.1 "$(pick_port)" 2>&1 & sleep 0.5; kill $! 2>/dev/null || true)
+        grep -q "$3" <<<"$out" || fail "the library, $1: '$out'"
+    }
+    check_bad missing "$WORK/none" "No such file or directory"
+    bad=$WORK/small && head -c 1000 /dev/zero >"$bad"
+    check_bad "too small" "$bad" "too small to hold a region"
+    bad=$WORK/truncated && cp "$r" "$bad" && truncate -s 8M "$bad"
+    check_bad truncated "$bad" "smaller than its header claims"
+    bad=$WORK/version && cp "$r" "$bad" && printf '\x09' | dd of="$bad" bs=1 seek=8 conv=notrunc 2>/dev/null
+    check_bad "another version" "$bad" "another format version"
+    bad=$WORK/other && head -c $((8 << 20)) /dev/urandom >"$bad"
+    check_bad "not a region" "$bad" "not a usmc region"
+    if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null; then
+        bad=$WORK/private && cp "$r" "$bad" && chmod 600 "$bad" && chmod 755 "$WORK"
+        RC=0
+        runuser -u nobody -- "$USMC" region status "$bad" >/dev/null 2>"$WORK/err" || RC=$?
+        expect "usmc region status, not readable: status" "$RC" 1
+        grep -q "Permission denied" "$WORK/err" || fail "not readable: $(cat "$WORK/err")"
+    fi
+}
+
 name=${1:?usage: cases.sh CASE}
 declare -F "case_$name" >/dev/null || fail "no case $name"
 app_begin "tools-$name"

@@ -246,7 +246,7 @@ static void test_descriptor_counts(void)
 	pk.flags = CLC_F_BELL_KEPT;
 	clc_withdraw_init(&w, 1);
 	clc_decline_init(&d, 1, 1);
-	for (int n = -1; n <= 8; n++) {
+	for (int n = 0; n <= 8; n++) {
 		CHECK_EQ(decode(&p0, sizeof(p0), n), n == CLC_FD_ARENA ? CLC_OK : CLC_EFDS);
 		CHECK_EQ(decode(&p1, sizeof(p1), n), n == CLC_FD_ARENA + 1 ? CLC_OK : CLC_EFDS);
 		/* a kept doorbell: only the TCP socket travels */
@@ -255,6 +255,13 @@ static void test_descriptor_counts(void)
 		CHECK_EQ(decode(&d, sizeof(d), n), n == 0 ? CLC_OK : CLC_EFDS);
 	}
 	CHECK_EQ(decode(&p0, sizeof(p0), CLC_FD_MAX + 100), CLC_EFDS);
+	/* From a channel that passes none, a proposal carries none whatever its
+	 * flags say, and the rest carry none as ever. */
+	CHECK_EQ(decode(&p0, sizeof(p0), CLC_NFDS_NONE), CLC_OK);
+	CHECK_EQ(decode(&p1, sizeof(p1), CLC_NFDS_NONE), CLC_OK);
+	CHECK_EQ(decode(&pk, sizeof(pk), CLC_NFDS_NONE), CLC_OK);
+	CHECK_EQ(decode(&w, sizeof(w), CLC_NFDS_NONE), CLC_OK);
+	CHECK_EQ(decode(&d, sizeof(d), CLC_NFDS_NONE), CLC_OK);
 	/* a new arena has no segment that served before */
 	p1.flags |= CLC_F_BELL_KEPT;
 	CHECK_EQ(decode(&p1, sizeof(p1), 2), CLC_EFIELD);
@@ -455,6 +462,21 @@ static void test_ask_handoff(void)
 	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_OK);
 	CHECK_EQ(decode(&h, sizeof(h), 1), CLC_EFDS);
 	h.p.seg_off = 4096;
+	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_EFIELD);
+
+	/* An arena a device names: only the doorbell end travels, with the link;
+	 * a link without a device, or a device unknown, is refused. */
+	clc_handoff_init(&h, 7, &p);
+	h.dev = 1;
+	h.link[0] = 5;
+	CHECK_EQ(decode(&h, sizeof(h), 1), CLC_OK);
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_EFDS);
+	h.dev = CLC_DEVS;
+	CHECK_EQ(decode(&h, sizeof(h), 1), CLC_EFIELD);
+	h.dev = 0;
+	CHECK_EQ(decode(&h, sizeof(h), CLC_HFD_MAX), CLC_EFIELD);
+	clc_handoff_init(&h, 7, NULL);
+	h.dev = 1;
 	CHECK_EQ(decode(&h, sizeof(h), 0), CLC_EFIELD);
 }
 

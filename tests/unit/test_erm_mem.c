@@ -1,4 +1,4 @@
-/* link: src/erm/mem.c src/dev/lo.c src/core/sys.c -ldl */
+/* link: src/erm/mem.c src/core/memfd.c src/core/sys.c -ldl */
 /* Memory from usmc_erm_alloc() and the registration cache over it: a region is found in the
  * allocation that holds all of it, never in one it runs past; an allocation registered cannot
  * be freed; memory freed and allocated again at the same address is a new allocation (a new

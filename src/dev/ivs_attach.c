@@ -1,0 +1,124 @@
+/* The ivshmem device attaches to its region on first use, takes a slot there
+ * when it first needs one, keeps it alive, judges the others, and takes back
+ * what dead peers held. */
+#include "ivs.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../core/config.h"
+#include "../core/sys.h"
+#include "heap.h"
+
+struct ivs ivs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+int ivs_ready(void)
+{
+	char why[1024];
+	struct stat st;
+
+	if (ivs.attached || ivs.tried)
+		return ivs.attached ? 0 : -1;
+	ivs.tried = 1;
+	if (region_map_open(&ivs.map, cfg.region, 0, why, sizeof(why)) < 0 ||
+	    region_open(&ivs.r, &ivs.map, REGION_LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
+		region_map_close(&ivs.map);
+		fprintf(stderr, "usmc: ivshmem: %s; the region is not used\n", why);
+		return -1;
+	}
+	slot_self_init(&ivs.me);
+	ivs.netns = stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	ivs.attached = 1;
+	return 0;
+}
+
+uint64_t ivs_self(void)
+{
+	if (!ivs.key && ivs.attached)
+		ivs.key = slot_claim(&ivs.r, &ivs.me);
+	return ivs.key;
+}
+
+int ivs_alive(uint64_t key)
+{
+	if (!slot_key_valid(&ivs.r, key))
+		return 0;
+	if (key == ivs.key)
+		return 1;
+	return slot_alive(&ivs.r, key, &ivs.seen[slot_of_key(key)], sys_now_ns(), &ivs.me);
+}
+
+static int alive_cb(void *arg, uint64_t key)
+{
+	(void)arg;
+	return ivs_alive(key);
+}
+
+/* Whether a process of the slot still runs, for a slot of our kernel and pid
+ * namespace: we vouch for it, and it lives on while it sleeps elsewhere than in
+ * the library (in read() of a terminal, waitpid()...). */
+static int runs_here(const struct region_slot *s)
+{
+	if (memcmp(s->boot_id, ivs.me.boot_id, sizeof(s->boot_id)) || s->pidns != ivs.me.pidns)
+		return 0;
+	for (int k = 0; k < SLOT_PIDS; k++) {
+		int32_t pid = atomic_load(&((struct region_slot *)s)->pids[k]);
+		if (pid > 0 && !sys_pid_gone(pid))
+			return 1;
+	}
+	return 0;
+}
+
+void ivs_keep(uint64_t now)
+{
+	uint64_t lease = (uint64_t)ivs.r.h.lease_ms * 1000000ull;
+
+	if (!ivs.attached)
+		return;
+	if (region_changed(&ivs.r) || (ivs.key && slot_renew(&ivs.r, ivs.key) < 0)) {
+		ivs_lost();
+		return;
+	}
+	if (now - ivs.vouched_ns > lease / 4) {
+		ivs.vouched_ns = now;
+		for (uint32_t i = 0; i < ivs.r.h.nslots; i++) {
+			struct region_slot *s = slot_at(&ivs.r, i);
+			uint64_t w = atomic_load(&s->word);
+			if ((w & 0xff) == SLOT_LIVE && slot_key(i, w >> 8) != ivs.key && runs_here(s))
+				slot_renew(&ivs.r, slot_key(i, w >> 8));
+		}
+	}
+	/* Judging every slot now and then: the first to find one dead takes back
+	 * what it held, whoever its peers were. */
+	if (now - ivs.reclaimed_ns > lease / 2) {
+		ivs.reclaimed_ns = now;
+		for (uint32_t i = 0; i < ivs.r.h.nslots; i++) {
+			uint64_t w = atomic_load(&slot_at(&ivs.r, i)->word);
+			uint64_t key = slot_key(i, w >> 8);
+			if ((w & 0xff) == SLOT_LIVE && !ivs_alive(key))
+				slot_declare_dead(&ivs.r, key);
+			if ((w & 0xff) != SLOT_FREE)
+				slot_reclaim(&ivs.r, i, alive_cb, NULL);
+		}
+	}
+	ivs_chan_sweep();
+}
+
+void ivs_lost(void)
+{
+	char why[1024];
+
+	ivs_chan_lose_all();
+	memset(ivs.seen, 0, sizeof(ivs.seen));
+	ivs.key = 0;
+	ivs.endpoint_seq = 0;
+	/* Formatted again: its layout may be another. */
+	if (region_changed(&ivs.r) &&
+	    region_open(&ivs.r, &ivs.map, REGION_LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
+		fprintf(stderr, "usmc: ivshmem: %s; the region is not used any more\n", why);
+		ivs.attached = 0;
+	}
+}

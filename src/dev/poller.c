@@ -1,0 +1,125 @@
+/* Polling instead of interrupts: nothing a peer in another kernel does can wake
+ * a thread of ours, so our sleeps wake by themselves. One timerfd per process
+ * is in every sleep of the library (blocking calls, poll, epoll, accept) while
+ * the process uses the region; when it fires, the thread that finds it looks:
+ * it relays what the peers rang (ivs_bells.c), renews our lease, judges the
+ * others and takes back what dead ones held (ivs_attach.c).
+ *
+ * The interval adapts: USMC_POLL_US after something happened (a ring relayed,
+ * a wait beginning after activity), doubling at each look that finds nothing,
+ * up to USMC_POLL_MAX_US. A sleeping connection is woken within that bound, and
+ * an idle process costs one wake-up per bound, however many connections it has
+ * (a look reads one queue per link group, never every connection). Busy-polling
+ * before a sleep (USMC_BUSY_POLL_US) is what keeps a busy connection fast. */
+#include "ivs.h"
+
+#include <errno.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "../core/config.h"
+#include "../core/lgr.h"
+#include "../core/sys.h"
+
+static struct {
+	int fd;
+	uint64_t interval_ns;
+	_Atomic uint64_t due_ns;      /* when it fires next */
+	_Atomic uint64_t looked_ns;   /* when a tick last ran */
+} p = {.fd = -1};
+
+/* Arms the timer to fire ns from now. Under ivs.lock. */
+static void arm(uint64_t ns)
+{
+	struct itimerspec its = {.it_value = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)}};
+
+	atomic_store(&p.due_ns, sys_now_ns() + ns);
+	timerfd_settime(p.fd, 0, &its, NULL);
+}
+
+int poller_fd(void)
+{
+	if (p.fd >= 0)
+		return p.fd;
+	pthread_mutex_lock(&ivs.lock);
+	if (p.fd < 0) {
+		int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (fd >= 0) {
+			p.fd = sys_fd_high(fd);
+			p.interval_ns = (uint64_t)cfg.poll_us * 1000ull;
+			arm(p.interval_ns);
+		}
+	}
+	pthread_mutex_unlock(&ivs.lock);
+	return p.fd;
+}
+
+int poller_fd_if_used(void)
+{
+	return p.fd;
+}
+
+/* The look itself. Under ivs.lock. */
+static void look(uint64_t now)
+{
+	uint64_t min = (uint64_t)cfg.poll_us * 1000ull, max = (uint64_t)cfg.poll_max_us * 1000ull;
+
+	atomic_store(&p.looked_ns, now);
+	ivs_keep(now);
+	int rung = ivs_bells_relay();
+	p.interval_ns = rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;
+	arm(p.interval_ns);
+}
+
+void poller_tick(void)
+{
+	uint64_t n;
+
+	if (p.fd < 0)
+		return;
+	pthread_mutex_lock(&ivs.lock);
+	/* Another thread that woke with us may have looked already. */
+	if (real.read(p.fd, &n, sizeof(n)) == (ssize_t)sizeof(n) ||
+	    sys_now_ns() >= atomic_load(&p.due_ns))
+		look(sys_now_ns());
+	pthread_mutex_unlock(&ivs.lock);
+	/* Channels whose client left hang up for the server there. */
+	lgr_server_look();
+}
+
+void poller_soon(void)
+{
+	uint64_t now = sys_now_ns(), min = (uint64_t)cfg.poll_us * 1000ull;
+	uint64_t since = now - atomic_load_explicit(&p.looked_ns, memory_order_relaxed);
+
+	/* A wait that begins right after a look is a loop going back to sleep
+	 * (nothing happened): the interval keeps growing. One that begins later
+	 * comes after the program did something (sent a request): the answer is
+	 * looked for soon. */
+	if (p.fd < 0 || since <= min)
+		return;
+	/* A process busy enough never to sleep still renews its lease and relays
+	 * rings: it looks when a look is overdue. */
+	int overdue = since > (uint64_t)cfg.poll_max_us * 1000ull;
+	if (!overdue && atomic_load_explicit(&p.due_ns, memory_order_relaxed) <= now + min)
+		return;
+	pthread_mutex_lock(&ivs.lock);
+	if (overdue)
+		look(now);
+	if (p.interval_ns > min || atomic_load(&p.due_ns) > now + min) {
+		p.interval_ns = min;
+		arm(min);
+	}
+	pthread_mutex_unlock(&ivs.lock);
+}
+
+void poller_atfork_child(void)
+{
+	/* The timer is the parent's: reading it would take the parent's looks.
+	 * The child, which holds what the parent held, gets its own. */
+	if (p.fd < 0)
+		return;
+	real.close(p.fd);
+	p.fd = -1;
+	poller_fd();
+}

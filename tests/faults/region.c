@@ -1,0 +1,278 @@
+/* link: src/dev/region.c src/dev/slots.c src/dev/heap.c src/dev/chan.c src/dev/listeners.c src/core/addr.c src/core/sys.c */
+/* Hostile regions: every kernel attached to a region can write all of it, so each of these
+ * writes nonsense somewhere (or formats it again, or freezes) and the damage must stop at the
+ * connections concerned, with no process crashing or hanging, and new connections working.
+ * The program runs under usmc with USMC_DEVICE naming the region first (run.sh makes a fresh
+ * one, lease 1000 ms), so its connections to itself go through the region.
+ *
+ *   header     the region's header overwritten: every connection on it ends, new ones work
+ *   slots      the peer table overwritten: the same
+ *   channels   a link group's channel overwritten: its ring cursors, and its connections go
+ *              on; then its entry in the table, and they end; new ones work
+ *   cursors    one connection's ring cursors overwritten: that connection is aborted, another
+ *              goes on
+ *   full       rings larger than the region holds: connections fall back for want of memory,
+ *              every byte still arrives
+ *   reformat   the region formatted again in use: its connections end, new ones work (the
+ *              listener is no longer published there, the local device pairs them)
+ *   frozen     the peer, in a pid namespace of its own (nobody of its kernel vouches for it),
+ *              stopped: its lease runs out, and the connection ends with ECONNRESET */
+#include "faults.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../src/dev/chan.h"
+#include "../../src/dev/region.h"
+#include "../../src/dev/slots.h"
+
+static struct region r;
+
+/* The region USMC_DEVICE names ("ivshmem:PATH,..."), mapped here too. */
+static void map_region(void)
+{
+    const char *dev = getenv("USMC_DEVICE");
+    char path[512];
+
+    if (!dev || strncmp(dev, "ivshmem:", 8))
+        FAIL("USMC_DEVICE names no region: %s", dev ? dev : "(unset)");
+    snprintf(path, sizeof(path), "%s", dev + 8);
+    path[strcspn(path, ",")] = 0;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        FAIL("%s: %s", path, fl_errname(errno));
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED || region_attach(&r, p, (uint64_t)st.st_size) != REGION_OK)
+        FAIL("%s: not a region", path);
+    close(fd);
+}
+
+/* Connection ends this process tree accelerated through the region so far. */
+static uint64_t region_ends(void)
+{
+    return fl_stat_self((enum stat_id)(STAT_DEV_ACCEL + 1));
+}
+
+/* A connection to the echo server on port, checked through and through the region. */
+static int connect_region(uint16_t port)
+{
+    uint64_t before = region_ends();
+    int fd = fl_connect(port);
+
+    fl_send_stream(fd, false, 0, 4096, 1);
+    fl_recv_stream(fd, false, 0, 4096, 1);
+    if (region_ends() < before + 2)
+        FAIL("the connection did not go through the region");
+    return fd;
+}
+
+/* A connection that works, through whatever device, or plain TCP. */
+static void expect_new_works(uint16_t port)
+{
+    int fd = fl_connect(port);
+
+    fl_send_stream(fd, false, 0, 65536, 2);
+    fl_recv_stream(fd, false, 0, 65536, 2);
+    close(fd);
+}
+
+/* fd's connection must end, with ECONNRESET or an end of file, within ms. */
+static void expect_ended(int fd, unsigned ms)
+{
+    char c;
+    uint64_t start = fl_now_ms();
+
+    fl_expect_readable(fd, ms, "the end of a connection on a broken region");
+    ssize_t n = read(fd, &c, 1);
+    if (n != 0 && !(n < 0 && (errno == ECONNRESET || errno == EPIPE)))
+        FAIL("read after the region broke: %zd %s", n, n < 0 ? fl_errname(errno) : "");
+    printf("the connection ended (%s) after %llu ms\n", n ? fl_errname(errno) : "end of file",
+           (unsigned long long)(fl_now_ms() - start));
+}
+
+static void scribble(void *p, size_t n, unsigned char seed)
+{
+    unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(seed ^ (i * 131u));
+}
+
+/* The heap page of a segment whose header holds our connection's rings. */
+static struct seg_hdr *some_segment(void)
+{
+    for (uint64_t g = 0; g < r.h.heap_granules; g++) {
+        struct seg_hdr *h = region_at(&r, r.h.heap_off + g * REGION_PAGE);
+        if (h->magic == SEG_MAGIC && atomic_load(&h->state) == SEG_ATTACHED)
+            return h;
+    }
+    FAIL("no attached segment in the region");
+}
+
+static struct chan_entry *open_channel(void)
+{
+    for (uint32_t i = 0; i < r.h.nchans; i++)
+        if ((atomic_load(&chan_at(&r, i)->word) & 0xff) == CHAN_OPEN)
+            return chan_at(&r, i);
+    FAIL("no open channel in the region");
+}
+
+/* The peer of the frozen test: connects from a fresh program in a pid namespace of its own,
+ * says hello, and waits to be stopped and killed. */
+static void frozen_child(uint16_t port)
+{
+    int fd = fl_connect(port);
+
+    fl_send_stream(fd, false, 0, 5, 3);
+    pause();
+}
+
+static void frozen(uint16_t port, int lfd)
+{
+    struct fl_chan ch;
+
+    fl_chan_init(&ch);
+    pid_t mid = fl_fork();
+    if (mid == 0) {
+        fl_chan_side(&ch, 1);
+        if (unshare(CLONE_NEWPID) < 0) {
+            fl_post(&ch, 0);
+            _exit(0);
+        }
+        pid_t peer = fork();
+        if (peer == 0) {
+            char arg[16];
+            snprintf(arg, sizeof(arg), "%u", port);
+            execl("/proc/self/exe", "region", "frozen_child", arg, (char *)NULL);
+            _exit(127);
+        }
+        fl_post(&ch, (uint64_t)peer);
+        pause();
+    }
+    fl_chan_side(&ch, 0);
+    pid_t peer = (pid_t)fl_wait(&ch);
+    if (!peer) {
+        printf("no pid namespace here (needs root)\n");
+        exit(77);
+    }
+    uint64_t before = region_ends();
+    int fd = fl_accept(lfd);
+    fl_recv_stream(fd, false, 0, 5, 3);
+    if (region_ends() == before)
+        FAIL("the peer's connection did not go through the region");
+    kill(peer, SIGSTOP);
+    uint64_t start = fl_now_ms();
+    char c;
+    EXPECT_ERRNO(read(fd, &c, 1), ECONNRESET);
+    uint64_t took = fl_now_ms() - start;
+    printf("the stopped peer's connection ended after %llu ms (lease %u ms)\n",
+           (unsigned long long)took, r.h.lease_ms);
+    if (took > r.h.lease_ms + 3000)
+        FAIL("later than the lease and 3 s");
+    kill(peer, SIGKILL);
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "frozen_child")) {
+        fl_start(30);
+        frozen_child((uint16_t)atoi(argv[2]));
+        return 0;
+    }
+    if (argc != 2)
+        FAIL("usage: region header|slots|channels|cursors|full|reformat|frozen");
+    const char *what = argv[1];
+    fl_start(40);
+    map_region();
+    uint16_t port;
+    int lfd = fl_listen(&port);
+    if (!strcmp(what, "frozen")) {
+        frozen(port, lfd);
+        return 0;
+    }
+    pid_t server = fl_fork();
+    if (server == 0)
+        fl_echo_server(lfd);
+    close(lfd);
+
+    if (!strcmp(what, "full")) {
+        /* Rings of 8 MiB each way (USMC_RING_SIZE) in 64 MiB: a few fit. */
+        int fd[8];
+        for (int i = 0; i < 8; i++) {
+            fd[i] = fl_connect(port);
+            fl_send_stream(fd[i], false, 0, 100000, 4);
+        }
+        for (int i = 0; i < 8; i++) {
+            fl_recv_stream(fd[i], false, 0, 100000, 4);
+            close(fd[i]);
+        }
+        if (fl_stat_self((enum stat_id)(STAT_FALLBACK_REASON + DECL_MEMORY)) == 0)
+            FAIL("no connection fell back for want of memory");
+        printf("%llu of 8 connections through the region, the rest fell back (memory)\n",
+               (unsigned long long)region_ends() / 2);
+        return 0;
+    }
+    int fd = connect_region(port), other = -1;
+    if (!strcmp(what, "header")) {
+        scribble(r.base, 512, 0x5a);
+        expect_ended(fd, 5000);
+    } else if (!strcmp(what, "slots")) {
+        scribble(slot_at(&r, 0), r.h.nslots * sizeof(struct region_slot), 0xa5);
+        expect_ended(fd, 5000);
+    } else if (!strcmp(what, "channels")) {
+        struct chan_entry *e = open_channel();
+        scribble(region_at(&r, e->mem_off), 5 * 2 * sizeof(struct chan_cursor), 0x3c);
+        /* The connection goes on: its rings are its own. */
+        fl_send_stream(fd, false, 4096, 4096, 1);
+        fl_recv_stream(fd, false, 4096, 4096, 1);
+        scribble(e, sizeof(*e), 0xc3);
+        expect_ended(fd, 5000);
+    } else if (!strcmp(what, "cursors")) {
+        other = connect_region(port);
+        /* The later connection's segment comes first or second: find this one's by
+         * its cursors, which carried 4096 bytes each way, as did the other's; both
+         * suit, and either one is aborted while the other goes on. */
+        struct seg_hdr *h = some_segment();
+        atomic_store(&h->ring[0].prod, UINT64_MAX / 3);
+        atomic_store(&h->ring[1].prod, UINT64_MAX / 3);
+        int a = fd, b = other;
+        fl_send_stream(a, false, 4096, 1, 1);
+        fl_send_stream(b, false, 4096, 1, 1);
+        /* One of the two is aborted; the other echoes. */
+        int broken = 0;
+        for (int i = 0; i < 2; i++) {
+            int s = i ? b : a;
+            fl_expect_readable(s, 5000, "an echo or an abort");
+            char c;
+            ssize_t n = read(s, &c, 1);
+            if (n == 1)
+                continue;
+            if (n < 0 && errno != ECONNRESET)
+                FAIL("read on a connection whose cursors broke: %s", fl_errname(errno));
+            broken++;
+        }
+        if (broken != 1)
+            FAIL("%d connections ended, expected the one whose cursors broke", broken);
+        close(a);
+        close(b);
+    } else if (!strcmp(what, "reformat")) {
+        struct region_hdr layout;
+        if (region_layout_default(&layout, r.mapped, r.h.lease_ms) < 0)
+            FAIL("no layout");
+        atomic_store(&((struct region_hdr *)r.base)->state, REGION_FORMATTING);
+        region_format(r.base, &layout, r.h.format_id + 1);
+        expect_ended(fd, 5000);
+    } else {
+        FAIL("unknown test %s", what);
+    }
+    expect_new_works(port);
+    kill(server, SIGKILL);
+    fl_reap(server);
+    return 0;
+}

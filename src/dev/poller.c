@@ -116,10 +116,14 @@ void poller_soon(void)
 void poller_atfork_child(void)
 {
 	/* The timer is the parent's: reading it would take the parent's looks.
-	 * The child, which holds what the parent held, gets its own. */
-	if (p.fd < 0)
+	 * The child, which holds what the parent held, gets its own, made before
+	 * the parent's copy goes so that its number is another: epoll sets made
+	 * before the fork, which hold the parent's, tell by the number that they
+	 * must watch the child's too. */
+	int parents = p.fd;
+	if (parents < 0)
 		return;
-	real.close(p.fd);
 	p.fd = -1;
 	poller_fd();
+	real.close(parents);
 }

@@ -134,9 +134,10 @@ struct epshadow {
 	_Atomic int dozers;  /* of the sleepers, those that armed to sleep in the kernel */
 	struct epreg *dozed; /* registrations they armed, under lock */
 	/* The device whose wake descriptor the set's sleeps watch: one of its
-	 * sockets is registered, and it wakes nobody by itself (dev_ops.wake_fd);
-	 * and whether ifd holds that descriptor. */
+	 * sockets is registered, and it wakes nobody by itself (dev_ops.wake_fd). */
 	_Atomic(const struct dev_ops *) waker;
+	/* The wake descriptor ifd holds, -1 for none. A forked child gets a new
+	 * one of its own (ifd, shared with the parent, keeps the parent's). */
 	int wake_in;
 };
 
@@ -369,7 +370,7 @@ static struct epshadow *shadow_new(int epfd)
 	if (!sh)
 		return NULL;
 	atomic_store(&sh->o.refs, 2);
-	sh->ifd = sh->kick = -1;
+	sh->ifd = sh->kick = sh->wake_in = -1;
 	pthread_mutex_init(&sh->lock, NULL);
 	pthread_mutex_init(&sh->ready_lock, NULL);
 	if (fdtab_set(epfd, &sh->o) < 0) {
@@ -565,8 +566,8 @@ static void wake_watch(struct epshadow *sh, const struct dev_ops *dev)
 	atomic_store(&sh->waker, dev);
 	if (atomic_load(&sh->nested))
 		atomic_store(&nested_waker, dev);
-	else if (!sh->wake_in && real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, fd, &ev) == 0)
-		sh->wake_in = 1;
+	else if (sh->wake_in != fd && real.epoll_ctl(sh->ifd, EPOLL_CTL_ADD, fd, &ev) == 0)
+		sh->wake_in = fd;
 }
 
 static int watch(struct epreg *r, int op)
@@ -1402,7 +1403,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		int doze = !m && tmo;
 		/* A nested set's device is ours to watch too. */
 		const struct dev_ops *nw = epoll_nested_waker();
-		if (doze && nw && !sh->wake_in && !atomic_load(&sh->nested)) {
+		if (doze && nw && sh->wake_in < 0 && !atomic_load(&sh->nested)) {
 			pthread_mutex_lock(&sh->lock);
 			wake_watch(sh, nw);
 			pthread_mutex_unlock(&sh->lock);
@@ -1416,6 +1417,10 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 			 * this collect must wake us. */
 			atomic_fetch_add(&sh->dozers, 1);
 			pthread_mutex_lock(&sh->lock);
+			/* Made before a fork, the set watches the parent's wake
+			 * descriptor: a child watches its own too. */
+			if (waker && sh->wake_in >= 0 && sh->wake_in != waker->wake_fd())
+				wake_watch(sh, waker);
 			n = collect(sh, epfd, events, maxevents, 1);
 			recheck = sh->recheck;
 			pthread_mutex_unlock(&sh->lock);
@@ -1518,9 +1523,9 @@ void epoll_shadow_nest(struct obj *o)
 	harvest(sh);
 	const struct dev_ops *waker = atomic_load(&sh->waker);
 	if (waker) {
-		if (sh->wake_in)
-			real.epoll_ctl(sh->ifd, EPOLL_CTL_DEL, waker->wake_fd(), NULL);
-		sh->wake_in = 0;
+		if (sh->wake_in >= 0)
+			real.epoll_ctl(sh->ifd, EPOLL_CTL_DEL, sh->wake_in, NULL);
+		sh->wake_in = -1;
 		atomic_store(&nested_waker, waker);
 	}
 	pthread_mutex_lock(&sh->ready_lock);

@@ -157,16 +157,25 @@ int region_claim_format(unsigned char *base, uint64_t me, uint64_t stale)
 
 int region_attach(struct region *r, unsigned char *base, uint64_t mapped)
 {
+	struct region_hdr h;
+
 	if (mapped < REGION_PAGE)
 		return REGION_ESMALL;
-	r->base = base;
-	r->mapped = mapped;
 	/* The state first: once READY, every word of the header was written. */
 	uint32_t st = atomic_load_explicit(&((struct region_hdr *)base)->state, memory_order_acquire);
-	memcpy(&r->h, base, sizeof(r->h));
+	memcpy(&h, base, sizeof(h));
 	if (st != REGION_READY)
-		return r->h.magic && r->h.magic != REGION_MAGIC ? REGION_EMAGIC : REGION_EBLANK;
-	return region_check(&r->h, mapped);
+		return h.magic && h.magic != REGION_MAGIC ? REGION_EMAGIC : REGION_EBLANK;
+	int e = region_check(&h, mapped);
+	/* Only a header that passed: a process whose region was overwritten keeps
+	 * the layout it had (ivs_lost), and its connections that end afterwards
+	 * still find their slot where it was, not at offsets read from garbage. */
+	if (e == REGION_OK) {
+		r->base = base;
+		r->mapped = mapped;
+		r->h = h;
+	}
+	return e;
 }
 
 int region_changed(const struct region *r)

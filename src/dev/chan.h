@@ -32,10 +32,17 @@
 
 enum chan_state { CHAN_FREE = 0, CHAN_OPEN = 1, CHAN_CLIENT_GONE = 2 };
 
+/* The server of a channel it let go of (or whose slot was reclaimed): no slot's
+ * key, whose low byte is never 0. Not 0, which would make the channel look
+ * untaken: a client that exited without closing leaves it open, and the
+ * endpoint would take it again at its next scan, read its old proposals anew
+ * and hold a link group, and with it the client's memory, for good. */
+#define CHAN_LET_GO (~(uint64_t)0xff)
+
 struct chan_entry {
 	_Atomic uint64_t word;     /* generation << 8 | enum chan_state */
 	_Atomic uint64_t client;   /* key of the slot that opened it, and owns its rings */
-	_Atomic uint64_t server;   /* key of the slot that took it; 0 before, and once let go */
+	_Atomic uint64_t server;   /* key of the slot that took it; 0 before, CHAN_LET_GO after */
 	uint64_t endpoint;         /* key of the endpoint it was opened to */
 	uint64_t mem_off;          /* its rings in the heap (CHAN_MEM_SIZE bytes) */
 	/* The processes that opened and took it, for a peer on their kernel to

@@ -125,6 +125,9 @@ int poller_fd(void);
 int poller_fd_if_used(void);
 /* Something happened: the next look comes soon. */
 void poller_soon(void);
+/* Something was done through the device: a look, if one is overdue (never
+ * waiting for ivs.lock). */
+void poller_busy(void);
 /* The tick: whoever finds poller_fd() readable. */
 void poller_tick(void);
 void poller_atfork_child(void);

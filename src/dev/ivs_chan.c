@@ -203,6 +203,8 @@ int ivs_chan_hung_up(struct ivs_chan *c)
 		uint64_t server = atomic_load(&e->server);
 		/* Not taken yet: as alive as the endpoint it was opened to. Taken,
 		 * then let go: hung up. */
+		if (server == CHAN_LET_GO)
+			return 1;
 		if (server) {
 			c->peer = server;
 			c->taken = 1;
@@ -224,7 +226,7 @@ static int release_client(struct ivs_chan *c)
 
 	if (!same(c) && (atomic_load(&e->word) & ~0xffull) != (w & ~0xffull))
 		return 1; /* reclaimed already */
-	if (server && ivs_alive(server))
+	if (server && server != CHAN_LET_GO && ivs_alive(server))
 		return 0;
 	for (int i = 0; i < c->ndeferred; i++)
 		heap_free(&ivs.r, c->self, c->deferred_off[i], c->deferred_len[i]);
@@ -250,9 +252,10 @@ void ivs_chan_close(struct ivs_chan *c)
 		return;
 	if (c->server) {
 		uint64_t self = c->self;
-		/* Let go: the client frees what we no longer write to. */
+		/* Let go: the client frees what we no longer write to, and nobody
+		 * takes the channel again (chan.h). */
 		if (same(c))
-			atomic_compare_exchange_strong(&e->server, &self, 0);
+			atomic_compare_exchange_strong(&e->server, &self, CHAN_LET_GO);
 		return;
 	}
 	uint64_t w = c->word;

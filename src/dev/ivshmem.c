@@ -116,6 +116,7 @@ static void iv_doorbell_ring(const struct seg_loc *loc, int fd)
 	/* Its rings may be broken, not its memory: the queue is a fixed array. */
 	if (c && !c->freed)
 		chan_bell_push(c->end.m, c->server ? CHAN_DOWN : CHAN_UP, ivs_seg_page(loc));
+	poller_busy();
 }
 
 static void iv_doorbell_clear(int fd)
@@ -169,6 +170,7 @@ static ssize_t iv_ctl_send(int ctl, const void *msg, size_t len, const int *fds,
 		c->dead = 1;
 		e = -EPIPE;
 	}
+	poller_busy();
 	return e < 0 ? e : (ssize_t)len;
 }
 
@@ -189,6 +191,7 @@ static ssize_t iv_ctl_recv(int ctl, void *msg, size_t len, int *fds, int *nfds)
 		c->dead = 1;
 		return 0;
 	}
+	poller_busy();
 	if (n != -EAGAIN)
 		return n;
 	pthread_mutex_lock(&ivs.lock);

@@ -113,6 +113,26 @@ void poller_soon(void)
 	pthread_mutex_unlock(&ivs.lock);
 }
 
+/* A process may use the device for longer than a lease without a single wait in
+ * the library (a thousand connections made, or accepted by an epoll loop that
+ * always finds something ready): it would never hear the timer, and never see
+ * poller_soon, and its peers would judge it dead. What it does through the
+ * device looks when a look is overdue instead. */
+void poller_busy(void)
+{
+	uint64_t now, max = (uint64_t)cfg.poll_max_us * 1000ull;
+
+	if (p.fd < 0)
+		return;
+	now = sys_now_ns();
+	if (now - atomic_load_explicit(&p.looked_ns, memory_order_relaxed) <= max ||
+	    pthread_mutex_trylock(&ivs.lock))
+		return;
+	if (now - atomic_load(&p.looked_ns) > max)
+		look(now);
+	pthread_mutex_unlock(&ivs.lock);
+}
+
 void poller_atfork_child(void)
 {
 	/* The timer is the parent's: reading it would take the parent's looks.

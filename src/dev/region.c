@@ -157,20 +157,24 @@ int region_claim_format(unsigned char *base, uint64_t me, uint64_t stale)
 
 int region_attach(struct region *r, unsigned char *base, uint64_t mapped)
 {
+	struct region_hdr h;
+
 	if (mapped < REGION_PAGE)
 		return REGION_ESMALL;
 	/* The state first: once READY, every word of the header was written. */
 	uint32_t st = atomic_load_explicit(&((struct region_hdr *)base)->state, memory_order_acquire);
-	struct region_hdr h;
 	memcpy(&h, base, sizeof(h));
 	if (st != REGION_READY)
 		return h.magic && h.magic != REGION_MAGIC ? REGION_EMAGIC : REGION_EBLANK;
 	int e = region_check(&h, mapped);
-	/* Only a layout that holds together replaces the one r had: a region
-	 * broken in use keeps being read, until its connections are gone, where
-	 * it was checked to be. */
-	if (e == REGION_OK)
-		*r = (struct region){base, mapped, h};
+	/* Only a header that passed: a process whose region was overwritten keeps
+	 * the layout it had (ivs_lost), and its connections that end afterwards
+	 * still find their slot where it was, not at offsets read from garbage. */
+	if (e == REGION_OK) {
+		r->base = base;
+		r->mapped = mapped;
+		r->h = h;
+	}
 	return e;
 }
 

@@ -98,7 +98,7 @@ void region_format(unsigned char *base, const struct region_hdr *layout, uint64_
 int region_claim_format(unsigned char *base, uint64_t me, uint64_t stale);
 
 /* Attaches r to the memory at base (mapped bytes): checks the header, copying
- * it. Returns 0 or REGION_E*. */
+ * it. Returns 0 or REGION_E*, leaving r as it was. */
 int region_attach(struct region *r, unsigned char *base, uint64_t mapped);
 /* The region was formatted again (or broken) since region_attach(). */
 int region_changed(const struct region *r);

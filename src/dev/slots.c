@@ -193,7 +193,7 @@ int slot_reclaim(const struct region *r, uint32_t idx, int (*alive)(void *, uint
 		if ((cw & 0xff) == CHAN_FREE)
 			continue;
 		if (server == key)
-			atomic_compare_exchange_strong(&c->server, &server, 0);
+			atomic_compare_exchange_strong(&c->server, &server, CHAN_LET_GO);
 		if (atomic_load(&c->client) == key && server && server != key && alive(arg, server))
 			return 0;
 	}

@@ -5,7 +5,8 @@
  * descriptors plus the doorbell of each accelerated socket, after asking the
  * peers to ring (and re-checking, so a ring cannot be missed). A wait on an
  * accelerated listener also watches this process's handoff socket, and answers
- * the siblings that ask it for proposals (handoff.h) without returning. */
+ * the siblings that ask it for proposals (handoff.h) without returning, and the
+ * wake descriptor of every device in use that wakes nobody by itself. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -64,11 +65,26 @@ static int ours(struct usock *s, int *listener)
 	return *listener;
 }
 
+/* Whether a device in use wakes nobody by itself (dev_ops.wake_fd): a wait on a
+ * listener must then wake for the device's looks, as accept() does. They take in
+ * the link groups new and gone at our endpoint, renew our lease and judge the
+ * peers: a server idle in poll() on its listener would otherwise never let go of
+ * a client that left (whose memory then never returns), and its lease would run
+ * out for the peers of other kernels. */
+static int listener_wakes(void)
+{
+	for (int i = 0; i < dev_count; i++)
+		if (dev_list[i]->wake_fd && dev_list[i]->wake_fd() >= 0)
+			return 1;
+	return 0;
+}
+
 /* hfd: the handoff socket to answer on while waiting, or -1; nested: the device
- * whose wake descriptor an epoll set polled here needs watched, or NULL. */
+ * whose wake descriptor an epoll set polled here needs watched, or NULL;
+ * listening: a listener is among the descriptors (listener_wakes). */
 static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc,
 		      const struct timespec *tmo, const sigset_t *mask, int hfd,
-		      const struct dev_ops *nested)
+		      const struct dev_ops *nested, int listening)
 {
 	struct pollfd stack[STACK_FDS * 2 + 1 + DEV_KINDS], *p = stack;
 	nfds_t total = n + (nfds_t)nacc + 1 + DEV_KINDS;
@@ -104,8 +120,9 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		if (hfd >= 0)
 			p[k++] = (struct pollfd){hfd, POLLIN, 0};
 		nwakers = 0;
-		for (nfds_t i = 0; i <= n; i++) {
-			const struct dev_ops *d = i == n ? nested : acc[i] ? acc[i]->dev : NULL;
+		for (nfds_t i = 0; i <= n + (listening ? (nfds_t)dev_count : 0); i++) {
+			const struct dev_ops *d = i < n ? (acc[i] ? acc[i]->dev : NULL)
+					    : i == n ? nested : dev_list[i - n - 1];
 			int fd = d && d->wake_fd ? d->wake_fd() : -1, seen = 0;
 			for (int w = 0; w < nwakers; w++)
 				seen |= wakers[w] == d;
@@ -226,10 +243,11 @@ static int poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 		}
 	}
 	int hfd = listening ? handoff_fd() : -1;
-	if (!nacc && hfd < 0 && !nested)
+	listening = listening && listener_wakes();
+	if (!nacc && hfd < 0 && !nested && !listening)
 		r = use_ppoll ? real.ppoll(fds, n, tmo, mask) : real.poll(fds, n, ms);
 	else
-		r = poll_accel(fds, n, acc, nacc, tmo, mask, hfd, nested);
+		r = poll_accel(fds, n, acc, nacc, tmo, mask, hfd, nested, listening);
 	for (nfds_t i = 0; i < n && nacc; i++)
 		if (acc[i])
 			usock_put(acc[i]);

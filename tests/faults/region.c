@@ -16,7 +16,11 @@
  *   reformat   the region formatted again in use: its connections end, new ones work (the
  *              listener is no longer published there, the local device pairs them)
  *   frozen     the peer, in a pid namespace of its own (nobody of its kernel vouches for it),
- *              stopped: its lease runs out, and the connection ends with ECONNRESET */
+ *              stopped: its lease runs out, and the connection ends with ECONNRESET
+ *   exits      clients, each a program of its own, connect and exit one after another,
+ *              leaving their link groups' channels open: the server lets go of each channel
+ *              once and never takes it again when the next client comes, and all the memory
+ *              the clients held returns */
 #include "faults.h"
 
 #include <fcntl.h>
@@ -27,6 +31,7 @@
 #include <unistd.h>
 
 #include "../../src/dev/chan.h"
+#include "../../src/dev/heap.h"
 #include "../../src/dev/region.h"
 #include "../../src/dev/slots.h"
 
@@ -132,6 +137,54 @@ static void frozen_child(uint16_t port)
     pause();
 }
 
+/* A client of the exits test: one connection through the region, checked (its end only: the
+ * server's counts in the server's process tree), then an exit that leaves the channel open. */
+static void exits_child(uint16_t port)
+{
+    uint64_t before = region_ends();
+    int fd = fl_connect(port);
+
+    fl_send_stream(fd, false, 0, 4096, 1);
+    fl_recv_stream(fd, false, 0, 4096, 1);
+    if (region_ends() < before + 1)
+        FAIL("the connection did not go through the region");
+    close(fd);
+}
+
+static void exits(uint16_t port)
+{
+    uint64_t used = 0;
+
+    for (int i = 0; i < 3; i++) {
+        pid_t c = fl_fork();
+        if (c == 0) {
+            char arg[16];
+            snprintf(arg, sizeof(arg), "%u", port);
+            execl("/proc/self/exe", "region", "exits_child", arg, (char *)NULL);
+            _exit(127);
+        }
+        if (fl_reap(c) != 0)
+            FAIL("client %d failed", i);
+        /* Time for the server to see the client gone and let go of its channel before the
+         * next client's channel moves its endpoint's count. */
+        fl_sleep_ms(300);
+    }
+    uint64_t start = fl_now_ms();
+    int open = 0;
+    do {
+        fl_sleep_ms(50);
+        heap_usage(&r, &used, NULL);
+        open = 0;
+        for (uint32_t i = 0; i < r.h.nchans; i++)
+            open += (atomic_load(&chan_at(&r, i)->word) & 0xff) != CHAN_FREE;
+    } while ((used || open) && fl_now_ms() - start < 3 * r.h.lease_ms);
+    if (used || open)
+        FAIL("%llu KiB and %d channels of the clients that exited still held",
+             (unsigned long long)(used * REGION_PAGE / 1024), open);
+    printf("3 clients exited; their channels and memory returned after %llu ms\n",
+           (unsigned long long)(fl_now_ms() - start));
+}
+
 static void frozen(uint16_t port, int lfd)
 {
     struct fl_chan ch;
@@ -185,8 +238,13 @@ int main(int argc, char **argv)
         frozen_child((uint16_t)atoi(argv[2]));
         return 0;
     }
+    if (argc == 3 && !strcmp(argv[1], "exits_child")) {
+        fl_start(30);
+        exits_child((uint16_t)atoi(argv[2]));
+        return 0;
+    }
     if (argc != 2)
-        FAIL("usage: region header|slots|channels|cursors|full|reformat|frozen");
+        FAIL("usage: region header|slots|channels|cursors|full|reformat|frozen|exits");
     const char *what = argv[1];
     fl_start(40);
     map_region();
@@ -201,6 +259,12 @@ int main(int argc, char **argv)
         fl_echo_server(lfd);
     close(lfd);
 
+    if (!strcmp(what, "exits")) {
+        exits(port);
+        kill(server, SIGKILL);
+        fl_reap(server);
+        return 0;
+    }
     if (!strcmp(what, "full")) {
         /* Rings of 8 MiB each way (USMC_RING_SIZE) in 64 MiB: a few fit. */
         int fd[8];

@@ -257,7 +257,7 @@ static void test_reclaim_waits_for_server(void)
 	/* Its listener went at once. */
 	CHECK_EQ(atomic_load(&ports_of(&r)->count[80]), 0);
 	/* The server let go. */
-	atomic_store(&chan_at(&r, (uint32_t)ch)->server, 0);
+	atomic_store(&chan_at(&r, (uint32_t)ch)->server, CHAN_LET_GO);
 	CHECK_EQ(slot_reclaim(&r, slot_of_key(client), alive_if, &server), 1);
 	heap_usage(&r, &used, NULL);
 	CHECK_EQ(used, 0);

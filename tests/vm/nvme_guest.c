@@ -2,7 +2,6 @@
 /* What the NVMe/TCP guest (tests/vm/run.sh, scenario nvme) needs besides usmc's own programs,
  * with no shell in the guest: one step a command, its outcome on stdout, exit 0 when it held.
  *
- *   nvme_guest modules KO...                    load kernel modules, in order
  *   nvme_guest nvmet PORT FILE SIZE NQN         Linux's target on 127.0.0.1:PORT through
  *                                               configfs, its namespace FILE (SIZE bytes)
  *   nvme_guest file-check FILE BYTES SEED       FILE's first BYTES hold the verification data
@@ -67,19 +66,6 @@ static void sleep_ms(long ms)
 	struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
 
 	nanosleep(&ts, NULL);
-}
-
-static int modules(int argc, char **argv)
-{
-	for (int i = 0; i < argc; i++) {
-		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
-
-		if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) < 0)
-			return fail(argv[i]);
-		close(fd);
-		printf("nvme_guest: loaded %s\n", argv[i]);
-	}
-	return 0;
 }
 
 static int mounts(void)
@@ -308,8 +294,6 @@ static int dmesg(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc >= 3 && !strcmp(argv[1], "modules"))
-		return modules(argc - 2, argv + 2);
 	if (argc == 6 && !strcmp(argv[1], "nvmet"))
 		return nvmet(argv[2], argv[3], argv[4], argv[5]);
 	if (argc == 5 && !strcmp(argv[1], "file-check"))

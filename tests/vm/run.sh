@@ -16,6 +16,17 @@
 #                     Linux's Write Zeroes and Dataset Management against usmc's target.
 #                     The modules come from /lib/modules of the kernel booted (the newest in
 #                     /boot), nvme-cli from the host.
+#   region_guests     two guests, each with an ivshmem-plain device on one region file and a
+#                     virtio-net link to the other (QEMU's datagram network, no bridge): a
+#                     byte-checked transfer, request/response exchanges and 1000 connections at
+#                     once go through the region, the virtio interface carrying < 1 % of what
+#                     the same transfer put on it over TCP, by a client without usmc that fell
+#                     back; a process of the host mapping the region file talks to a guest
+#                     through it (over a tap device, skipped saying so when none can be made);
+#                     killing one guest's QEMU ends the other's connection once the region's
+#                     lease ran out (within two leases), and what the dead guest held is taken
+#                     back. Doorbells by MSI-X (ivshmem-doorbell, ivshmem-server, vfio-pci) are
+#                     not tried: the device rings through the region, it says so.
 #
 # usage: run.sh [NAME...]
 # USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build).
@@ -25,7 +36,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/../lib/suite.sh"
 passed=0 failed=0 skipped=0
-if [ $# -gt 0 ]; then scenarios=("$@"); else scenarios=(many_connections nvme); fi
+if [ $# -gt 0 ]; then scenarios=("$@"); else scenarios=(many_connections region_guests nvme); fi
 
 kernel=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
 if ! command -v qemu-system-x86_64 >/dev/null || [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
@@ -79,13 +90,25 @@ scenario_many_connections() {
         "$out/many_connections.log"
 }
 
+# modules NAME...: the kernel modules NAME need, in order, copied into the image and listed in
+# /modules/order for init to load.
+modules() {
+    local m f kver
+    kver=$(basename "$kernel" | sed 's/^vmlinuz-//')
+    for m; do
+        modprobe --show-depends -S "$kver" "$m" 2>/dev/null | awk '$1 == "insmod" { print $2 }'
+    done | awk '!seen[$0]++' | while read -r f; do
+        install -D -m 644 "$f" "$img$f"
+        echo "$f" >>"$img/modules/order"
+    done
+}
+
 # The NVMe/TCP steps of a guest, a command a line (init's @FILE: words split at spaces, no
 # quotes); perf's defaults reach 127.0.0.1:4420, where nvmet listens.
 NVME_SPAN=$((64 << 20))
 nvme_steps() {
     local g=/nvme_guest u=/usmc/bin/usmc-nvme io="-o 64K -q 32 --span 64M --once"
     printf '%s\n' \
-        "$g modules /m/configfs.ko /m/nvmet.ko /m/nvmet-tcp.ko /m/nvme-fabrics.ko /m/nvme-tcp.ko" \
         "$g nvmet 4420 /tmp/k.img $((128 << 20)) nqn.2024-11.io.usmc:kernel" \
         "$u identify" \
         "$u perf -w write $io --verify 21" \
@@ -113,8 +136,8 @@ scenario_nvme() {
             echo "SKIP: $mods/kernel/$m.ko is missing (the guest kernel's NVMe/TCP modules)"
             return 77
         fi
-        install -D -m 644 "$mods/kernel/$m.ko" "$img/m/$(basename "$m").ko"
     done
+    modules configfs nvmet nvmet-tcp nvme-fabrics nvme-tcp
     command -v nvme >/dev/null || { echo "SKIP: nvme-cli is missing"; return 77; }
     cc -static -O2 -Wall -Wextra -Werror -o "$img/nvme_guest" "$here/nvme_guest.c" || return 1
     copy_with_libs "$build/bin/usmc-nvme" /usmc/bin/usmc-nvme
@@ -139,6 +162,163 @@ scenario_nvme() {
         { echo "Write Zeroes or Dataset Management from Linux's host did not zero"; return 1; }
 }
 
+# guest NAME APPEND QEMU_OPTION...: starts a guest of the packed image in the background (one
+# CPU, 1 GiB), its console in $out/NAME.log, its QEMU's pid in $out/NAME.pid.
+guest() {
+    local name=$1 append=$2
+    shift 2
+    rm -f "$out/$name.pid"
+    # (The subshell's own stderr is only its report of the QEMU that stop killed.)
+    (timeout -k 10 900 qemu-system-x86_64 -nographic -no-reboot -m 1024 -smp 1 \
+        -kernel "$kernel" -initrd "$out/image.cpio" -pidfile "$out/$name.pid" \
+        -append "console=ttyS0 quiet panic=-1 -- $append" "$@" \
+        </dev/null 2>&1 | stdbuf -oL tr -d '\r' >"$out/$name.log") 2>/dev/null &
+    for _ in $(seq 100); do
+        [ -s "$out/$name.pid" ] && return 0
+        sleep 0.1
+    done
+    echo "$name: QEMU did not start: $(cat "$out/$name.log")"
+    return 1
+}
+
+# stop NAME...: kills the guests' QEMU.
+stop() {
+    local name pid
+    for name; do
+        pid=$(cat "$out/$name.pid" 2>/dev/null) && [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+        rm -f "$out/$name.pid"
+    done
+    return 0
+}
+
+# await NAME REGEX SECONDS: waits for a line of the guest's console; fails saying what.
+await() {
+    for _ in $(seq $((${3} * 10))); do
+        grep -qE "$2" "$out/$1.log" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "$1: no '$2' within $3 s"
+    return 1
+}
+
+# dgram LOCAL REMOTE: a netdev joining two guests by UDP datagrams on the host's loopback
+# (neither waits for the other, as a socket netdev's listener would).
+dgram() {
+    echo "dgram,id=g,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2"
+}
+
+scenario_region_guests() {
+    local region=/dev/shm/usmc-vm-region.$$ tap=usmcvm$$ net port=7000 mb=32 exchanges=20000
+    local lease=2000 t0 took want
+    local usmc="/usmc/bin/usmc run --device ivshmem --rundir /tmp/rd" peer=/vmpeer
+    consoles=("$out/a.log" "$out/b.log")
+    cc -O2 -Wall -Wextra -Werror -o "$out/vmpeer" "$here/vmpeer.c" || return 1
+    copy_with_libs "$out/vmpeer" /vmpeer
+    modules virtio_pci virtio_net
+    # Guest b's steps, a command a line (more words than a kernel command line passes to
+    # init). The first transfer's client runs without usmc against guest a's usmc server: it
+    # falls back to TCP, and what it puts on virtio is the measure of the accelerated
+    # transfer's.
+    cat >"$img/steps.b" <<EOF
+$peer waitport 10.81.0.1 $port
+$peer netbytes eth0
+$peer transfer 10.81.0.1 $port $((mb << 20))
+$peer netbytes eth0
+$usmc $peer transfer 10.81.0.1 $port $((mb << 20))
+$peer netbytes eth0
+$usmc $peer rr 10.81.0.1 $port $exchanges
+$peer netbytes eth0
+$usmc $peer many 10.81.0.1 $port 1000
+/usmc/bin/usmc stats --rundir /tmp/rd
+$usmc $peer hold 10.81.0.1 $port
+EOF
+    # Every step but the last, which holds its connection until guest b is killed, says
+    # "exit status 0".
+    want=$(($(wc -l <"$img/steps.b") - 1))
+    (cd "$img" && find . | cpio -o -H newc --quiet) >"$out/image.cpio" || return 1
+    "$build/bin/usmc" region create "$region" --size 1G --lease $lease --force || return 1
+    local shm=(-object "memory-backend-file,id=m,share=on,mem-path=$region,size=1G"
+        -device ivshmem-plain,memdev=m)
+    net=$((20000 + RANDOM % 20000))
+    # The host reaches guest A over a tap device, when it can make one.
+    local host=() host_ip=
+    if ip tuntap add dev "$tap" mode tap 2>/dev/null; then
+        ip addr add 10.80.0.1/24 dev "$tap" && ip link set "$tap" up
+        host=(-netdev "tap,id=t,ifname=$tap,script=no,downscript=no"
+            -device virtio-net-pci,netdev=t,mac=52:54:00:80:00:02)
+        host_ip=10.80.0.2
+    fi
+    trap 'trap - RETURN; stop a b; ip link del "$tap" 2>/dev/null; rm -f "$region" "$out/image.cpio"' RETURN
+
+    guest a "ip=eth0,10.81.0.1/24 ${host_ip:+ip=eth1,$host_ip/24} $usmc $peer serve $port" "${shm[@]}" \
+        -netdev "$(dgram "$net" $((net + 1)))" -device virtio-net-pci,netdev=g,mac=52:54:00:81:00:01 \
+        "${host[@]}" || return 1
+    await a "serving on $port" 120 || return 1
+    guest b "ip=eth0,10.81.0.2/24 @/steps.b" "${shm[@]}" \
+        -netdev "$(dgram $((net + 1)) "$net")" -device virtio-net-pci,netdev=g,mac=52:54:00:81:00:02 ||
+        return 1
+    if [ -n "$host_ip" ]; then
+        local rd
+        rd=$(mktemp -d "$out/host-rundir.XXXXXX")
+        USMC_DEVICE=ivshmem:$region "$build/bin/usmc" run --rundir "$rd" -- \
+            "$out/vmpeer" transfer "$host_ip" "$port" $((8 << 20)) | sed 's/^/host: /'
+        [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+        "$build/bin/usmc" stats --rundir "$rd" | grep -q '^ivshmem_conn_accelerated 1$' ||
+            { echo "the host's connection to the guest did not go through the region"; return 1; }
+        rm -rf "$rd"
+        echo "a host process talked to guest a through the region"
+    else
+        echo "no tap device here: the host process's connection was not tried"
+    fi
+    echo "skipped: a doorbell by MSI-X through vfio-pci: this build has no ivshmem-doorbell" \
+        "device nor ivshmem-server (peers ring each other through the region's channels)"
+    await b "^holding" 300 || return 1
+    local ended
+    ended=$(grep -c "connection ended" "$out/a.log")
+    t0=$(date +%s%N)
+    stop b
+    # Guest b's slot is judged dead once its lease ran out, by a look every half lease.
+    await a "connection ended: Connection reset by peer \($((ended + 1)) so far\)" 30 || return 1
+    took=$((($(date +%s%N) - t0) / 1000000))
+    echo "killing guest b's QEMU ended guest a's connection after $took ms (lease $lease ms)"
+    [ "$took" -le $((2 * lease)) ] || { echo "later than twice the lease"; return 1; }
+    # What guest b held returns once guest a let go of the link group (within a lease).
+    local taken='import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d["peers"]) == 1 and d["memory"]["used"] == 0 else 1)'
+    for _ in $(seq $((lease / 50))); do
+        "$build/bin/usmc" region status "$region" --json >"$out/status.json"
+        python3 -c "$taken" "$out/status.json" && break
+        sleep 0.1
+    done
+    stop a
+    python3 -c "$taken" "$out/status.json" ||
+        { echo "guest b's slot or memory was not taken back: $(cat "$out/status.json")"; return 1; }
+    echo "guest b's slot and memory taken back"
+
+    # Guest b's console: every step succeeded, and the virtio interface's counters.
+    # (Not anchored: the console's first line starts with terminal escapes.)
+    [ "$(grep -c 'vm-init: exit status 0$' "$out/b.log")" -eq "$want" ] ||
+        { echo "a step of guest b failed"; return 1; }
+    grep -q "many ok: 1000 connections" "$out/b.log" || { echo "1000 connections failed"; return 1; }
+    local n=() plain acc rr
+    mapfile -t n < <(awk '$1 == "netbytes" { print $3 }' "$out/b.log")
+    plain=$((n[1] - n[0])) acc=$((n[2] - n[1])) rr=$((n[3] - n[2]))
+    # Both ways: at least twice the transfer on virtio, or it did not go over TCP.
+    [ "$plain" -ge $((2 * (mb << 20))) ] ||
+        { echo "the client without usmc put $plain bytes on virtio, under the transfer's"; return 1; }
+    echo "a client without usmc fell back to TCP against guest a's usmc server: $((mb << 20))" \
+        "bytes both ways, checked, $plain bytes on virtio"
+    echo "virtio eth0 of guest b: $acc bytes for the transfer through the region, $rr for" \
+        "$exchanges exchanges"
+    [ $((acc * 100)) -lt "$plain" ] || { echo "the region's transfer put >= 1 % of TCP's bytes on virtio"; return 1; }
+    [ $((rr * 100)) -lt "$plain" ] || { echo "the exchanges put >= 1 % of TCP's bytes on virtio"; return 1; }
+    local accel
+    accel=$(awk '$1 == "ivshmem_conn_accelerated" { print $2 }' "$out/b.log")
+    [ "${accel:-0}" -ge 1002 ] || { echo "ivshmem_conn_accelerated in guest b is ${accel:-0}"; return 1; }
+    grep -E "^(transfer|rr|many) ok" "$out/b.log" |
+        sed '1s/^/without usmc: /; 2,$s/^/through the region: /'
+    echo "guest b: $accel connections through the region"
+}
+
 mkdir -p "$out" || exit 1
 for name in "${scenarios[@]}"; do
     if ! declare -F "scenario_$name" >/dev/null; then
@@ -147,8 +327,9 @@ for name in "${scenarios[@]}"; do
         continue
     fi
     img=$out/$name.root
-    rm -rf "$img" && mkdir -p "$img"/{proc,dev,tmp} || exit 1
+    rm -rf "$img" && mkdir -p "$img"/{proc,dev,tmp,sys,modules} || exit 1
     start=$SECONDS
+    consoles=("$out/$name.log") # the guests' consoles, shown when the scenario fails
     if ! cc -static -O2 -Wall -Wextra -Werror -o "$img/init" "$here/init.c"; then
         echo "FAIL $name: tests/vm/init.c does not build statically"
         failed=$((failed + 1))
@@ -166,8 +347,11 @@ for name in "${scenarios[@]}"; do
         echo "$(sed -n 's/^SKIP: /SKIP '"$name"': /p' "$out/$name.result" | tail -n 1)"
         skipped=$((skipped + 1))
     else
-        echo "FAIL $name: $(tail -n 1 "$out/$name.result"); the guest's console:"
-        tail -n 30 "$out/$name.log" 2>/dev/null | sed 's/^/    /'
+        echo "FAIL $name: $(tail -n 1 "$out/$name.result")"
+        for console in "${consoles[@]}"; do
+            echo "  the last lines of $console:"
+            tail -n 30 "$console" 2>/dev/null | sed 's/^/    /'
+        done
         failed=$((failed + 1))
     fi
     rm -rf "$img" "$out/$name.cpio"

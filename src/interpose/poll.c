@@ -103,6 +103,9 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 	if (tmo)
 		deadline = sys_now_ns() + (uint64_t)tmo->tv_sec * 1000000000ull +
 			   (uint64_t)tmo->tv_nsec + 1;
+	/* Once for the call: a handler that runs between two rounds (after one
+	 * looked for handlers, before the next sleeps) must still interrupt it. */
+	signal_wait_begin();
 	for (;;) {
 		nfds_t k = n;
 		int ready = 0, sleep = !tmo || tmo->tv_sec || tmo->tv_nsec, pending = 0;
@@ -138,7 +141,6 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		 * apply while it waits. The peers are asked to ring only after it:
 		 * while we spin, their bytes are seen in shared memory. */
 		struct look l = {p, n, k, fds, acc};
-		signal_wait_begin();
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
 		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
 		if (r == CONN_LOOK_NEWS)

@@ -3,7 +3,8 @@
 # A workload is a file in workloads/ that sets
 #   WL_TITLE            what it measures
 #   WL_UNIT, WL_BETTER  the unit of its figure, and whether lower or higher is better
-#   WL_MODES            the modes it runs (see mode_name), "tcp" first: ratios are against it
+#   WL_MODES            the modes it runs (see mode_name), its reference first: ratios are
+#                       against it
 #   WL_CASES            array of case keys (a message size, a connection count...)
 # and defines
 #   wl_server MODE      start the server for MODE with `serve` (nothing to do: return 0)
@@ -14,13 +15,23 @@
 #   wl_label CASE       optional: the case as the table shows it (default: the key)
 #   wl_lower CASE       optional, for a workload whose cases differ in which way is better:
 #                       succeeds when lower is better in CASE (the plot turns those over)
+#   wl_setup            optional: makes what every mode needs before any server starts (and
+#                       may add lines to WL_NOTES, listed under the results' table); fails,
+#                       with SKIP_REASON saying why, when the workload cannot run here (it is
+#                       skipped)
+#   wl_teardown         optional: undoes wl_setup, on every way out once wl_setup ran
 # and may set
+#   WL_REF              the mode ratios are against (default tcp)
 #   WL_TARGETS          array of "CASE MODE OP BOUND [REFMODE [REFCASE]]": the median of MODE in
 #                       CASE divided by that of REFMODE (default tcp) in REFCASE (default CASE)
 #                       must be OP (<= or >=) BOUND; REFMODE abs holds the median itself to
 #                       BOUND, in the workload's unit; run.sh reports each as met or not
 # Servers listen on $PORT (TCP modes) or $SOCK (unix mode); $MODE_DIR is the mode's private
-# directory. Modes "bare" and "bare-sleep" have no server: their client is bare_ring, the limit
+# directory. Host modes (veth, region, region-bp; is_host) run the server in network namespace
+# $HOST_NS_SERVER and the client in $HOST_NS_CLIENT, which the workload's wl_setup makes, joined
+# by a veth; their usmc modes go through the region file $HOST_REGION (device ivshmem), each side
+# with a runtime directory of its own ($MODE_DIR/rundir-server, -client), as kernels sharing an
+# ivshmem region do. Modes "bare" and "bare-sleep" have no server: their client is bare_ring, the limit
 # the others approach, spinning or sleeping. A mode that cannot start its server, or a repetition
 # that prints no number, counts as failed; nothing a mode does stops the run.
 
@@ -43,6 +54,7 @@ fi
 
 declare -A _server_pid=() _mode_port=()
 WL_NAME=
+_set_up=
 _client_pid=
 _ports=()
 
@@ -57,9 +69,9 @@ better() {
 # WL_UNIT, WL_BETTER, WL_MODES, WL_CASES, WL_TARGETS, and WL_NEEDS, the programs it runs that
 # are not part of usmc, each as PROGRAM:DEBIAN-PACKAGE.
 load_workload() {
-    unset -f wl_server wl_client wl_label wl_lower
+    unset -f wl_server wl_client wl_label wl_lower wl_setup wl_teardown
     unset WL_TITLE WL_UNIT WL_BETTER WL_MODES WL_CASES WL_NEEDS
-    WL_TARGETS=()
+    WL_TARGETS=() WL_NOTES=() WL_REF=tcp
     WL_NAME=$1
     . "$WL_DIR/$1.sh"
     declare -F wl_label >/dev/null || wl_label() { echo "$1"; }
@@ -87,6 +99,9 @@ mode_name() {
         erm) echo "usmc ERM, shared memory" ;;
         erm-vm) echo "usmc ERM, the application's memory" ;;
         memcpy) echo "bare memcpy" ;;
+        veth) echo "TCP over veth, between namespaces" ;;
+        region) echo "usmc through the region" ;;
+        region-bp) echo "usmc through the region, busy-poll ${BUSY_POLL_US} µs" ;;
         *) echo "$1" ;;
     esac
 }
@@ -103,8 +118,17 @@ _launcher() {
         usmc:* | erm:* | erm-vm:* | fallback:client | fallback-server:server) _cmd+=("$USMC" run --rundir "$RD" --) ;;
         usmc-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --rundir "$RD" --) ;;
         usmc-sleep:*) _cmd+=(env USMC_BUSY_POLL_US=0 "$USMC" run --rundir "$RD" --) ;;
+        region:*) _cmd+=("$USMC" run --device "ivshmem:$HOST_REGION" --rundir "$MODE_DIR/rundir-$side" --) ;;
+        region-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --device "ivshmem:$HOST_REGION" --rundir "$MODE_DIR/rundir-$side" --) ;;
     esac
+    if is_host "$mode"; then
+        [ "$side" = server ] && _cmd=(ip netns exec "$HOST_NS_SERVER" "${_cmd[@]}")
+        [ "$side" = client ] && _cmd=(ip netns exec "$HOST_NS_CLIENT" "${_cmd[@]}")
+    fi
 }
+
+# is_host MODE: MODE runs between two network namespaces, as between two kernels
+is_host() { case $1 in veth | region | region-bp) return 0 ;; esac; return 1; }
 
 # pick_port: a TCP port nobody uses and this run has not handed out, below the ephemeral range so
 # that no client connection can take it meanwhile; in PORT.
@@ -131,6 +155,7 @@ use_mode() {
     if [ ! -d "$MODE_DIR" ]; then
         mkdir -p "$MODE_DIR"
         mkdir -m 700 "$MODE_DIR/rundir"
+        is_host "$MODE" && mkdir -m 700 "$MODE_DIR/rundir-server" "$MODE_DIR/rundir-client"
         pick_port
         _mode_port[$WL_NAME/$MODE]=$PORT
     fi
@@ -143,10 +168,13 @@ endpoint() {
     if [ "$MODE" = unix ]; then echo "unix:$SOCK"; else echo "tcp:127.0.0.1:$PORT"; fi
 }
 
-# _listening PORT: the current mode's server listens (on PORT, or on its socket in unix mode)
+# _listening PORT: the current mode's server listens (on PORT, or on its socket in unix mode),
+# in its network namespace
 _listening() {
     if [ "$MODE" = unix ]; then
         [ -n "$(ss -Hxln "src $SOCK")" ]
+    elif is_host "$MODE"; then
+        [ -n "$(ip netns exec "$HOST_NS_SERVER" ss -Htln "( sport = :$1 )")" ]
     else
         [ -n "$(ss -Htln "( sport = :$1 )")" ]
     fi
@@ -240,11 +268,29 @@ failure_detail() {
     tail -n 3 "$CLIENT_OUT" "$WORK/figure.err" 2>/dev/null | grep -v '^==>' | grep . | sed 's/^/    /'
 }
 
-# cleanup: every client and server this shell started is stopped, whatever ended it.
+# cleanup: every client and server this shell started is stopped, and what a workload's
+# wl_setup made undone, whatever ended it.
 bench_cleanup() {
     [ -n "$_client_pid" ] && _reap "$_client_pid"
     stop_servers
+    teardown_workload
     [ -n "${WORK-}" ] && rm -rf "$WORK"
+}
+
+# setup_workload: the current workload's wl_setup, if it has one; on failure, SKIP_REASON says why
+setup_workload() {
+    declare -F wl_setup >/dev/null || return 0
+    _set_up=$WL_NAME SKIP_REASON=
+    wl_setup && return 0
+    teardown_workload
+    return 1
+}
+
+# teardown_workload: undoes setup_workload, once
+teardown_workload() {
+    [ -n "$_set_up" ] || return 0
+    [ "$_set_up" = "$WL_NAME" ] && declare -F wl_teardown >/dev/null && wl_teardown
+    _set_up=
 }
 
 # bench_begin: private work directory, cleanup on every way out.

@@ -4,7 +4,8 @@
 
 One panel per workload, one group of bars per case, one bar per mode: the median's speed-up over
 TCP's median (TCP latency / latency, or throughput / TCP throughput, so higher is always better),
-with the range of the runs as error bars, on a logarithmic axis.
+with the range of the runs as error bars, on a logarithmic axis. A workload whose reference is
+another mode (TCP over veth between namespaces, for the region) is drawn against that one.
 """
 import statistics
 import sys
@@ -29,6 +30,9 @@ MODES = {
     "erm": ("usmc ERM, shared memory", "#ff7f0e"),
     "erm-vm": ("usmc ERM, the application's memory", "#ffbb78"),
     "memcpy": ("bare memcpy", "#e377c2"),
+    "veth": ("TCP over veth", "#c7c7c7"),
+    "region": ("usmc through the region", "#aec7e8"),
+    "region-bp": ("usmc through the region, busy-poll", "#ff9896"),
 }
 
 
@@ -43,8 +47,9 @@ def load(path):
         for line in f:
             kind, *fields = line.rstrip("\n").split("\t")
             if kind == "W":
-                name, title, unit, better = fields
-                workloads[name] = (title, better)
+                # a fifth field names the reference mode (tcp when absent)
+                name, title, unit, better, *ref = fields
+                workloads[name] = (title, better, ref[0] if ref else "tcp")
             elif kind == "C":
                 # a fourth field, lower or higher, overrides the workload's direction
                 lower = fields[3] == "lower" if len(fields) > 3 else None
@@ -55,8 +60,8 @@ def load(path):
 
 
 def speedups(name, case, lower, workloads, values):
-    """(mode, median, low, high) speed-ups of one case, against its TCP median"""
-    tcp = values.get((name, case, "tcp"))
+    """(mode, median, low, high) speed-ups of one case, against its reference's median"""
+    tcp = values.get((name, case, workloads[name][2]))
     if not tcp:
         return []
     base = statistics.median(tcp)
@@ -78,7 +83,7 @@ def main():
         sys.exit("usage: plot.py RESULTS.tsv OUT.png")
     workloads, cases, values = load(sys.argv[1])
     panels = []
-    for name, (title, _) in workloads.items():
+    for name, (title, *_) in workloads.items():
         groups = [(label, speedups(name, case, lower, workloads, values))
                   for case, label, lower in cases[name]]
         groups = [g for g in groups if g[1]]

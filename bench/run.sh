@@ -2,7 +2,9 @@
 # The benchmark driver: every workload over plain TCP loopback, Unix domain sockets where the
 # application has them, usmc, and usmc busy-polling, in one run, server and client pinned to
 # different cores, repetitions interleaved across modes (in reverse order every other time) so
-# that drift in the machine's load, and what one mode leaves behind, touch every mode alike. Writes bench/results/DATE.md (machine, one table per workload with
+# that drift in the machine's load, and what one mode leaves behind, touch every mode alike. The
+# region workload has modes of its own, between two network namespaces (TCP over a veth, usmc
+# through an ivshmem region), and its ratios are against TCP over the veth. Writes bench/results/DATE.md (machine, one table per workload with
 # medians, min–max and ratios against TCP), DATE.tsv (every figure) and DATE.png (a plot).
 #
 #   bench/run.sh [--quick] [--reps N] [workload...]     all workloads when none is named
@@ -14,7 +16,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate stream redis nginx nginx_prefork fastcgi proxy fallback connrate idle iperf3 bare_ring nvme crc erm)
+ALL_WORKLOADS=(sockperf_pp sockperf_tp msgrate stream redis nginx nginx_prefork fastcgi proxy fallback connrate idle iperf3 bare_ring nvme crc erm region)
 
 usage() {
     say "usage: bench/run.sh [--quick] [--reps N] [workload...] | bench/run.sh --list"
@@ -149,19 +151,22 @@ machine() {
     echo "busy-poll**: the same with USMC_BUSY_POLL_US=$BUSY_POLL_US; **usmc, sleeping**: with"
     echo "USMC_BUSY_POLL_US=0, every wait a sleep; **usmc client, plain server** and **plain client,"
     echo "usmc server**: the fallback paths. Each usmc mode has its own runtime directory; its counters are listed"
-    echo "under the table to show whether shared memory carried the connections."
+    echo "under the table to show whether shared memory carried the connections. The region workload"
+    echo "compares kernels sharing an ivshmem region, stood in for by two network namespaces joined by a veth,"
+    echo "each side with a runtime directory of its own: **TCP over veth** between them, against usmc through"
+    echo "a region file both map (default settings, and busy-polling $BUSY_POLL_US µs); its ratios are to TCP over veth."
     echo
 }
 
 # table NAME: the workload's results, as Markdown
 table() {
-    local name=$1 case mode s median min max ok total tcp acc fb
+    local name=$1 case mode s median min max ok total tcp acc fb note
     printf '## %s: %s\n\n' "$name" "$WL_TITLE"
     printf '%s; %s.\n\n' "$WL_UNIT" "$(better)"
-    echo "| case | mode | median | min – max | vs TCP | runs |"
+    echo "| case | mode | median | min – max | vs $(mode_name "$WL_REF") | runs |"
     echo "|---|---|---:|---:|---:|---:|"
     for case in "${WL_CASES[@]}"; do
-        tcp=$(median "$name" "$case" tcp)
+        tcp=$(median "$name" "$case" "$WL_REF")
         for mode in $WL_MODES; do
             read -r median min max ok total < <(values "$name" "$case" "$mode" | summarize)
             [ "$total" -gt 0 ] || continue # nothing to measure in this case
@@ -175,6 +180,9 @@ table() {
         done
     done
     echo
+    for note in "${WL_NOTES[@]}"; do
+        printf -- '- %s\n' "$note"
+    done
     for mode in $WL_MODES; do
         s=$(awk -F'\t' -v w="$name" -v m="$mode" '$1 == "S" && $2 == w && $3 == m { print $4, $5 }' "$TSV")
         [ -n "$s" ] || continue
@@ -236,8 +244,17 @@ run_workload() {
         printf '## %s: %s\n\nNot measured: %s not installed.\n\n' "$name" "$WL_TITLE" "$missing" >>"$MD"
         return
     fi
+    if ! setup_workload; then
+        say "== $name: skipped: $SKIP_REASON"
+        printf '## %s: %s\n\nNot measured: %s.\n\n' "$name" "$WL_TITLE" "$SKIP_REASON" >>"$MD"
+        return
+    fi
     say "== $name: $WL_TITLE ($WL_UNIT; $(better))"
-    record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER"
+    record W "$name" "$WL_TITLE" "$WL_UNIT" "$WL_BETTER" "$WL_REF"
+    for line in "${WL_NOTES[@]}"; do
+        say "  $line"
+        record I "$name" "$line"
+    done
     for case in "${WL_CASES[@]}"; do
         if declare -F wl_lower >/dev/null; then
             record C "$name" "$case" "$(wl_label "$case")" "$(wl_lower "$case" && echo lower || echo higher)"
@@ -267,11 +284,21 @@ run_workload() {
     done
     stop_servers
     for mode in $WL_MODES; do
-        case $mode in usmc | usmc-bp | usmc-sleep | erm | erm-vm | fallback | fallback-server) ;; *) continue ;; esac
         use_mode "$mode"
         [ -x "$USMC" ] || continue
-        record S "$name" "$mode" "$(usmc_counter "$RD" conn_accelerated)" "$(usmc_counter "$RD" conn_fallback)"
+        case $mode in
+            usmc | usmc-bp | usmc-sleep | erm | erm-vm | fallback | fallback-server)
+                record S "$name" "$mode" "$(usmc_counter "$RD" conn_accelerated)" "$(usmc_counter "$RD" conn_fallback)"
+                ;;
+            region | region-bp)
+                # each side counts its own ends; those through the region, not the local device
+                record S "$name" "$mode" \
+                    $(($(usmc_counter "$MODE_DIR/rundir-server" ivshmem_conn_accelerated) + $(usmc_counter "$MODE_DIR/rundir-client" ivshmem_conn_accelerated))) \
+                    $(($(usmc_counter "$MODE_DIR/rundir-server" conn_fallback) + $(usmc_counter "$MODE_DIR/rundir-client" conn_fallback)))
+                ;;
+        esac
     done
+    teardown_workload
     table "$name" >>"$MD"
     if [[ " $WL_MODES " = *" bare "* && " $WL_MODES " = *" tcp "* ]]; then
         ceiling "$name" >>"$MD"
@@ -319,7 +346,7 @@ targets() {
         load_workload "$name"
         for t in "${WL_TARGETS[@]}"; do
             read -r case mode op bound ref refcase <<<"$t"
-            ref=${ref:-tcp} refcase=${refcase:-$case}
+            ref=${ref:-$WL_REF} refcase=${refcase:-$case}
             if [ "$ref" = abs ]; then
                 local lo hi
                 read -r r lo hi _ <<<"$(values "$name" "$case" "$mode" | summarize)"

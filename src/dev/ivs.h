@@ -115,6 +115,9 @@ void ivs_bells_unroute(const struct seg_loc *loc, int fd);
 int ivs_bells_relay(void);
 /* The peer of channel handle h is gone: its connections are lost. */
 void ivs_bells_lose(int h);
+/* In a forked child, after ivs_chan_atfork_child(): every route is looked at by
+ * its stamp. */
+void ivs_bells_atfork_child(void);
 /* The page of a segment's header in the region, which names it in a ring. */
 uint32_t ivs_seg_page(const struct seg_loc *loc);
 

@@ -21,11 +21,16 @@ struct route {
 	const struct seg_hdr *hdr;
 	int server;                 /* our side of the connection */
 	uint64_t stamp;             /* what the peer had done, when looked at */
+	int stamped;                /* its channel is not ours to drain: looked at by stamp */
 	struct route *next;
 };
 
 #define BUCKETS 1024
 static struct route *routes[BUCKETS];
+/* Routes looked at by their stamps at every look: none, unless a forked child
+ * or a program after exec holds connections of another's channels. Without
+ * any, a look costs nothing per connection, which idle ones must not. */
+static int nstamped;
 
 static struct route **bucket(int h, uint32_t page)
 {
@@ -60,7 +65,8 @@ void ivs_bells_route(const struct seg_loc *loc, int fd, _Atomic int *lost)
 		return;
 	pthread_mutex_lock(&ivs.lock);
 	*r = (struct route){loc->arena->ctl, ivs_seg_page(loc), fd, lost, loc->hdr, c->server, 0,
-			    NULL};
+			    !c->drained, NULL};
+	nstamped += r->stamped;
 	r->stamp = stamp_of(r);
 	struct route **b = bucket(r->h, r->page);
 	r->next = *b;
@@ -84,6 +90,7 @@ void ivs_bells_unroute(const struct seg_loc *loc, int fd)
 			if (slot_key_valid(&ivs.r, c->self))
 				atomic_fetch_sub(&slot_at(&ivs.r, slot_of_key(c->self))->conns, 1);
 			*pp = r->next;
+			nstamped -= r->stamped;
 			free(r);
 			break;
 		}
@@ -151,10 +158,10 @@ int ivs_bells_relay(void)
 		rung += x.rung;
 	}
 	/* The connections whose channel we do not drain: by their stamps. */
-	for (int i = 0; i < BUCKETS; i++)
+	for (int i = 0; i < BUCKETS && nstamped; i++)
 		for (struct route *r = routes[i]; r; r = r->next) {
 			struct ivs_chan *c = ivs_chan_get(r->h);
-			if (c->drained || c->lost)
+			if (!r->stamped || c->lost)
 				continue;
 			if (ivs_chan_hung_up(c) && (c->freed || !ivs_alive(c->peer))) {
 				c->lost = 1;
@@ -169,4 +176,13 @@ int ivs_bells_relay(void)
 			}
 		}
 	return rung;
+}
+
+void ivs_bells_atfork_child(void)
+{
+	/* The parent's channels are the parent's to drain (ivs_chan_atfork_child). */
+	nstamped = 0;
+	for (int i = 0; i < BUCKETS; i++)
+		for (struct route *r = routes[i]; r; r = r->next)
+			nstamped += r->stamped = 1;
 }

@@ -388,6 +388,7 @@ static void iv_atfork_child(void)
 	if (ivs.key)
 		slot_add_pid(&ivs.r, ivs.key, ivs.me.pid);
 	ivs_chan_atfork_child();
+	ivs_bells_atfork_child();
 	poller_atfork_child();
 }
 

@@ -1363,8 +1363,10 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
 	int slept = 0, r;
 
+	/* Once for the call: a handler that runs between two rounds (after one
+	 * looked for handlers, before the next sleeps) must still interrupt it. */
+	signal_wait_begin();
 	for (;;) {
-		signal_wait_begin();
 		/* Counted before looking at the ready list: a registration made ready
 		 * by another thread after that look must kick us out of the sleep. */
 		atomic_fetch_add(&sh->sleepers, 1);

@@ -4,7 +4,8 @@
  * kernel's sleep, round after round.
  * usmc-expect: accelerated
  * usmc-env: USMC_BUSY_POLL_US=2000 */
-/* threads */
+/* Threads, but not run under TSan: its runtime holds a handler back until the call the
+ * signal came in returns, so that a blocking read() is never interrupted (plain TCP hangs too). */
 #include "common.h"
 
 #define ROUNDS 20

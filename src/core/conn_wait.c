@@ -293,7 +293,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	 * have interrupted the sleep. */
 	signal_wait_begin();
 	if (dev->wake_soon)
-		dev->wake_soon();
+		dev->wake_soon(sys_now_ns());
 	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
 	if (signal_caught())

@@ -152,12 +152,13 @@ struct dev_ops {
 	/* Waiting, for a device without DEV_F_FUTEX: a descriptor every sleep in
 	 * the library adds to what it waits for, readable when the device must
 	 * look (its polling interval ran out, an interrupt came); whoever finds it
-	 * so calls wake_tick(). wake_soon(): a waiter is about to sleep after
-	 * something happened: the next look comes early. NULL for a device whose
+	 * so calls wake_tick(). wake_soon(): a waiter that began waiting at began
+	 * (sys_now_ns(), before any spin) is about to sleep after something
+	 * happened: the next look comes early. NULL for a device whose
 	 * peer wakes us itself. */
 	int (*wake_fd)(void);
 	void (*wake_tick)(void);
-	void (*wake_soon)(void);
+	void (*wake_soon)(uint64_t began);
 	/* In a forked child, before the link groups forget the parent's. */
 	void (*atfork_child)(void);
 };

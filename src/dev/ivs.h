@@ -44,6 +44,7 @@ struct ivs_chan {
 				  * connections were told (ivs_bells_lose) */
 	void *tag;               /* srv_watch() */
 	int watched;
+	uint64_t exit_asked_ns;  /* when we last asked whether its peer exited */
 	/* client: our arenas whose memory waits for the server to let go */
 	uint64_t deferred_off[64];
 	uint64_t deferred_len[64];
@@ -127,7 +128,7 @@ int poller_fd(void);
  * connection adopted), else -1: a process that does not sleeps as before. */
 int poller_fd_if_used(void);
 /* Something happened: the next look comes soon. */
-void poller_soon(void);
+void poller_soon(uint64_t began);
 /* Something was done through the device: a look, if one is overdue (never
  * waiting for ivs.lock). */
 void poller_busy(void);

@@ -175,14 +175,17 @@ int ivs_chan_adopt(uint32_t idx, uint64_t word, int server)
 
 /* The process at the other end runs on our kernel and has exited: no lease to
  * wait for (a forked child may hold its connections still: they say so in
- * their rings, RING_F_HANDED). */
-static int peer_exited(const struct ivs_chan *c)
+ * their rings, RING_F_HANDED). Asked as often as slots' processes are
+ * (SLOT_EXIT_ASK_NS). */
+static int peer_exited(struct ivs_chan *c)
 {
 	struct chan_entry *e = chan_at(&ivs.r, c->idx);
 	int32_t pid = atomic_load(&e->pid[c->server ? 0 : 1]);
+	uint64_t now = sys_now_ns();
 
-	if (pid <= 0 || !slot_key_valid(&ivs.r, c->peer))
+	if (pid <= 0 || !slot_key_valid(&ivs.r, c->peer) || now - c->exit_asked_ns < SLOT_EXIT_ASK_NS)
 		return 0;
+	c->exit_asked_ns = now;
 	struct region_slot *s = slot_at(&ivs.r, slot_of_key(c->peer));
 	return !memcmp(s->boot_id, ivs.me.boot_id, sizeof(s->boot_id)) && s->pidns == ivs.me.pidns &&
 	       sys_pid_gone(pid);

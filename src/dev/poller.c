@@ -87,15 +87,17 @@ void poller_tick(void)
 	lgr_server_look();
 }
 
-void poller_soon(void)
+void poller_soon(uint64_t began)
 {
 	uint64_t now = sys_now_ns(), min = (uint64_t)cfg.poll_us * 1000ull;
-	uint64_t since = now - atomic_load_explicit(&p.looked_ns, memory_order_relaxed);
+	uint64_t looked = atomic_load_explicit(&p.looked_ns, memory_order_relaxed);
+	uint64_t since = began > looked ? began - looked : 0;
 
 	/* A wait that begins right after a look is a loop going back to sleep
 	 * (nothing happened): the interval keeps growing. One that begins later
 	 * comes after the program did something (sent a request): the answer is
-	 * looked for soon. */
+	 * looked for soon. When it began counts, not when it is about to sleep:
+	 * its spin (busy-polling) is no sign of anything happening. */
 	if (p.fd < 0 || since <= min)
 		return;
 	/* A process busy enough never to sleep still renews its lease and relays

@@ -145,11 +145,17 @@ int slot_alive(const struct region *r, uint64_t key, struct slot_seen *seen, uin
 	struct region_slot *s = slot_at(r, slot_of_key(key));
 	uint64_t hb = atomic_load_explicit(&s->heartbeat, memory_order_relaxed);
 	if (seen->key != key || seen->heartbeat != hb) {
-		*seen = (struct slot_seen){key, hb, now};
+		*seen = (struct slot_seen){key, hb, now, now};
 		return 1;
 	}
 	if (now - seen->since_ns > (uint64_t)r->h.lease_ms * 1000000ull)
 		return 0;
+	/* Asking the kernel reads a file of /proc per process: at every look (a
+	 * thousand a second while idle) that would be most of an idle process's
+	 * cost. An exit is seen this much later at most. */
+	if (now - seen->asked_ns < SLOT_EXIT_ASK_NS)
+		return 1;
+	seen->asked_ns = now;
 	return !gone_here(s, me);
 }
 

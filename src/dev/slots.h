@@ -25,6 +25,9 @@
 #include "region.h"
 
 #define SLOTS_DEFAULT 64u
+/* How often an observer asks its kernel whether a silent slot's processes there
+ * have exited. */
+#define SLOT_EXIT_ASK_NS 10000000ull
 #define SLOT_PIDS 8
 
 enum slot_state { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_DEAD = 2 };
@@ -96,6 +99,7 @@ struct slot_seen {
 	uint64_t key;
 	uint64_t heartbeat;
 	uint64_t since_ns;         /* when it last moved, in our clock */
+	uint64_t asked_ns;         /* when its processes on our kernel were last asked after */
 };
 
 /* Whether the slot key names still lives, as seen by an observer at now (ns, its

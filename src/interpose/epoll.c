@@ -1361,12 +1361,13 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		       int timeout, const sigset_t *sigmask)
 {
 	uint64_t deadline = timeout > 0 ? sys_now_ns() + (uint64_t)timeout * 1000000ull : 0;
-	int slept = 0, r;
+	int slept = 0, r, quiet = 0;
 
 	/* Once for the call: a handler that runs between two rounds (after one
 	 * looked for handlers, before the next sleeps) must still interrupt it. */
 	signal_wait_begin();
 	for (;;) {
+		uint64_t began = sys_now_ns();
 		/* Counted before looking at the ready list: a registration made ready
 		 * by another thread after that look must kick us out of the sleep. */
 		atomic_fetch_add(&sh->sleepers, 1);
@@ -1385,9 +1386,11 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		 * their bytes over TCP (a server whose clients are all plain, its
 		 * listener in the set) does not spin either: nothing the spin looks
 		 * at comes sooner than the kernel's wake-up, which plain TCP waits for
-		 * too. */
+		 * too. Nor does a round after a wake-up that brought nothing (a
+		 * device's look, every millisecond or so while idle): nothing
+		 * happened that an answer could follow. */
 		struct look l = {sh, epfd, events + n, maxevents - n};
-		int m = sigmask || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
+		int m = sigmask || quiet || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
 				? 0
 				: conn_busy_wait(look_now, &l, tmo);
 		if (m == CONN_LOOK_NEWS) {
@@ -1412,7 +1415,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		}
 		const struct dev_ops *waker = atomic_load(&sh->waker);
 		if (doze && waker)
-			waker->wake_soon();
+			waker->wake_soon(began);
 		if (doze) {
 			/* Going to sleep: every registration must be armed first.
 			 * Counted before: what another thread leaves unarmed after
@@ -1468,6 +1471,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 			r = -1;
 			break;
 		}
+		quiet = 1;
 	}
 	/* Back to the application: what the sleep armed and nothing rang is
 	 * taken back. Not before: a wait that sleeps again at once (a spurious

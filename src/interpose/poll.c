@@ -92,7 +92,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 	 * and where theirs is in p. */
 	const struct dev_ops *wakers[DEV_KINDS];
 	nfds_t wake_at[DEV_KINDS];
-	int nwakers = 0;
+	int nwakers = 0, quiet = 0;
 	uint64_t deadline = 0;
 	int ret = -1;
 
@@ -132,7 +132,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			if (fd < 0 || seen)
 				continue;
 			if (sleep)
-				d->wake_soon();
+				d->wake_soon(sys_now_ns());
 			wakers[nwakers] = d;
 			wake_at[nwakers++] = k;
 			p[k++] = (struct pollfd){fd, POLLIN, 0};
@@ -142,7 +142,11 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		 * while we spin, their bytes are seen in shared memory. */
 		struct look l = {p, n, k, fds, acc};
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
-		int r = sleep && !mask ? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1) : 0;
+		/* Not after a round that brought nothing (a device's look): nothing
+		 * happened that an answer could follow. */
+		int r = sleep && !mask && !quiet
+				? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1)
+				: 0;
 		if (r == CONN_LOOK_NEWS)
 			r = 1;
 		/* A handler that ran while we spun interrupts the call, as it
@@ -210,6 +214,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 			errno = EINTR;
 			break;
 		}
+		quiet = 1;
 	}
 	if (p != stack)
 		free(p);

@@ -205,6 +205,40 @@ serve_as() {
     return 1
 }
 
+# nginx_serve_as NAME ADDR PORT WORKERS [CONFIG]: nginx for the current mode serving a 1 KB file
+# (1k.html) on ADDR:PORT with WORKERS workers (more than one: a master too), CONFIG added to its
+# server block; started as serve_as NAME does, its files named after NAME.
+nginx_serve_as() {
+    local name=$1 addr=$2 port=$3 workers=$4
+    mkdir -p "$MODE_DIR/www" "$MODE_DIR/tmp"
+    head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
+    cat >"$MODE_DIR/$name.conf" <<CONF
+daemon off;
+master_process $([ "$workers" -gt 1 ] && echo on || echo off);
+worker_processes $workers;
+user root;
+worker_rlimit_nofile 8192;
+pid $MODE_DIR/$name.pid;
+error_log $MODE_DIR/$name.error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path $MODE_DIR/tmp/body;
+    proxy_temp_path $MODE_DIR/tmp/proxy;
+    fastcgi_temp_path $MODE_DIR/tmp/fastcgi;
+    uwsgi_temp_path $MODE_DIR/tmp/uwsgi;
+    scgi_temp_path $MODE_DIR/tmp/scgi;
+    server {
+        listen $addr:$port backlog=4096;
+        root $MODE_DIR/www;
+        ${5-}
+    }
+}
+CONF
+    serve_as "$name" "$port" nginx -p "$MODE_DIR" -c "$MODE_DIR/$name.conf" -e "$MODE_DIR/$name.error.log"
+}
+
 # _reap PID: terminates a process, forcing it after a grace period, and waits for it.
 _reap() {
     kill -TERM "$1" 2>/dev/null || return 0

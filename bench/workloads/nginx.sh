@@ -20,35 +20,7 @@ wl_label() {
 }
 
 # nginx_serve [CONFIG]: nginx for the current mode, CONFIG added to its server block
-nginx_serve() {
-    mkdir -p "$MODE_DIR/www" "$MODE_DIR/tmp"
-    head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
-    cat >"$MODE_DIR/nginx.conf" <<CONF
-daemon off;
-master_process $([ "$_nginx_workers" -gt 1 ] && echo on || echo off);
-worker_processes $_nginx_workers;
-user root;
-worker_rlimit_nofile 8192;
-pid $MODE_DIR/nginx.pid;
-error_log $MODE_DIR/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    client_body_temp_path $MODE_DIR/tmp/body;
-    proxy_temp_path $MODE_DIR/tmp/proxy;
-    fastcgi_temp_path $MODE_DIR/tmp/fastcgi;
-    uwsgi_temp_path $MODE_DIR/tmp/uwsgi;
-    scgi_temp_path $MODE_DIR/tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        root $MODE_DIR/www;
-        ${1-}
-    }
-}
-CONF
-    serve nginx -p "$MODE_DIR" -c "$MODE_DIR/nginx.conf" -e "$MODE_DIR/error.log"
-}
+nginx_serve() { nginx_serve_as server 127.0.0.1 "$PORT" "$_nginx_workers" "${1-}"; }
 
 wl_server() { nginx_serve; }
 

@@ -23,37 +23,12 @@ wl_label() {
 _backend() {
     local front=$PORT
     pick_port
-    cat >"$MODE_DIR/$1.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-user root;
-pid $MODE_DIR/$1.pid;
-error_log $MODE_DIR/$1.error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    client_body_temp_path $MODE_DIR/tmp/body;
-    proxy_temp_path $MODE_DIR/tmp/proxy;
-    fastcgi_temp_path $MODE_DIR/tmp/fastcgi;
-    uwsgi_temp_path $MODE_DIR/tmp/uwsgi;
-    scgi_temp_path $MODE_DIR/tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        root $MODE_DIR/www;
-    }
-}
-CONF
-    serve_as "$1" "$PORT" nginx -p "$MODE_DIR" -c "$MODE_DIR/$1.conf" -e "$MODE_DIR/$1.error.log" ||
-        return 1
+    nginx_serve_as "$1" 127.0.0.1 "$PORT" 1 || return 1
     _backend_port=$PORT PORT=$front
 }
 
 wl_server() {
     local b1 b2
-    mkdir -p "$MODE_DIR/www" "$MODE_DIR/tmp"
-    head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
     _backend nginx1 || return 1
     b1=$_backend_port
     _backend nginx2 || return 1

@@ -82,37 +82,8 @@ wl_server() {
     serve_as redis $((PORT + 1)) redis-server --port $((PORT + 1)) --bind "$_region_server" \
         --save '' --appendonly no --protected-mode no --maxclients 1000 --dir "$MODE_DIR" \
         --daemonize no || return 1
-    _region_nginx || return 1
+    nginx_serve_as nginx "$_region_server" $((PORT + 2)) 1 || return 1
     serve_as idle $((PORT + 3)) "$BIN/idle" server "tcp:$_region_server:$((PORT + 3))"
-}
-
-_region_nginx() {
-    mkdir -p "$MODE_DIR/www" "$MODE_DIR/tmp"
-    head -c 1024 /dev/zero | tr '\0' u >"$MODE_DIR/www/1k.html"
-    cat >"$MODE_DIR/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-user root;
-worker_rlimit_nofile 8192;
-pid $MODE_DIR/nginx.pid;
-error_log $MODE_DIR/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    client_body_temp_path $MODE_DIR/tmp/body;
-    proxy_temp_path $MODE_DIR/tmp/proxy;
-    fastcgi_temp_path $MODE_DIR/tmp/fastcgi;
-    uwsgi_temp_path $MODE_DIR/tmp/uwsgi;
-    scgi_temp_path $MODE_DIR/tmp/scgi;
-    server {
-        listen $_region_server:$((PORT + 2)) backlog=4096;
-        root $MODE_DIR/www;
-    }
-}
-CONF
-    serve_as nginx $((PORT + 2)) nginx -p "$MODE_DIR" -c "$MODE_DIR/nginx.conf" -e "$MODE_DIR/error.log"
 }
 
 wl_client() {

@@ -52,12 +52,12 @@ static int lock_free(int fd)
 	return 1;
 }
 
-void procfile_each(const char *sub, size_t min, int writable,
-		   int (*fn)(struct procfile *f, void *arg), void *arg)
+int procfile_each(const char *sub, size_t min, int writable,
+		  int (*fn)(struct procfile *f, void *arg), void *arg)
 {
 	char dir[4200];
 	struct dirent *e;
-	int stop = 0;
+	int stop = 0, others = 0;
 
 	snprintf(dir, sizeof(dir), "%s/%s", cfg.rundir, sub);
 	DIR *d = opendir(dir);
@@ -71,8 +71,10 @@ void procfile_each(const char *sub, size_t min, int writable,
 		int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-		    st.st_size >= (off_t)min && (uint64_t)st.st_size <= SIZE_MAX) {
+		int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+		others += ok && st.st_uid != geteuid();
+		if (ok && st.st_uid == geteuid() && st.st_size >= (off_t)min &&
+		    (uint64_t)st.st_size <= SIZE_MAX) {
 			size_t size = (size_t)st.st_size;
 			void *m = mmap(NULL, size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
 				       fd, 0);
@@ -86,4 +88,5 @@ void procfile_each(const char *sub, size_t min, int writable,
 	}
 	if (d)
 		closedir(d);
+	return others;
 }

@@ -28,8 +28,10 @@ struct procfile {
 
 /* Calls fn for every regular file in <rundir>/<sub> that the caller owns and
  * that holds at least min bytes, mapped (read-write when writable). fn returning
- * nonzero stops the walk. Files are another process's work: fn validates. */
-void procfile_each(const char *sub, size_t min, int writable,
+ * nonzero stops the walk. Files are another process's work: fn validates.
+ * Returns how many files were left out because another user owns them (root
+ * looking at a user's runtime directory, say), for the caller to say so. */
+int procfile_each(const char *sub, size_t min, int writable,
 		   int (*fn)(struct procfile *f, void *arg), void *arg);
 
 #endif

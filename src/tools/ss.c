@@ -302,8 +302,11 @@ int cmd_ss(int argc, char **argv)
 	} else {
 		print_header(&o);
 	}
-	procfile_each("socks", sizeof(struct socktab_hdr), 0, show_process, &o);
+	int others = procfile_each("socks", sizeof(struct socktab_hdr), 0, show_process, &o);
 	if (o.json)
 		printf("%s]}\n", o.shown ? "\n" : "");
+	if (others)
+		fprintf(stderr, "usmc ss: %s holds the sockets of %d processes of another user, "
+				"left out (run as that user)\n", cfg.rundir, others);
 	return 0;
 }

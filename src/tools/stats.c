@@ -210,15 +210,19 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (!t || config_load() < 0)
 		return 1;
+	int others;
 	if (reset) {
-		procfile_each("stats", sizeof(struct stats_file), 1, reset_file, NULL);
+		others = procfile_each("stats", sizeof(struct stats_file), 1, reset_file, NULL);
 	} else {
-		procfile_each("stats", sizeof(struct stats_file), 0, add_file, t);
+		others = procfile_each("stats", sizeof(struct stats_file), 0, add_file, t);
 		if (json)
 			print_json(t);
 		else
 			print_lines(t);
 	}
+	if (others)
+		fprintf(stderr, "usmc stats: %s holds the counters of %d processes of another user, "
+				"left out (run as that user)\n", cfg.rundir, others);
 	free(t);
 	return 0;
 }

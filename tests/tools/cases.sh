@@ -149,6 +149,11 @@ case_stats() {
         cp "$RD/stats/$own" "$foreign"
         chown 65534 "$foreign"
     fi
+    if [ -n "$foreign" ]; then
+        "$USMC" stats --rundir "$RD" >/dev/null 2>"$WORK/err" || fail "usmc stats failed"
+        grep -q "holds the counters of 1 processes of another user, left out" "$WORK/err" ||
+            fail "usmc stats did not say it left another user's counters out: $(cat "$WORK/err")"
+    fi
     "$USMC" stats --rundir "$RD" reset || fail "reset failed"
     usmc_json stats "$j" stats --rundir "$RD"
     expect "after reset" "$(jget "$j" '(d["total"]["conn_accelerated"], d["total"]["conn_fallback"], d["processes"], sum(d["special_calls"].values()))')" "(0, 0, 0, 0)"

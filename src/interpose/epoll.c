@@ -1367,7 +1367,8 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 	 * looked for handlers, before the next sleeps) must still interrupt it. */
 	signal_wait_begin();
 	for (;;) {
-		uint64_t began = sys_now_ns();
+		/* When the wait began, for a device that polls (wake_soon). */
+		uint64_t began = atomic_load_explicit(&sh->waker, memory_order_relaxed) ? sys_now_ns() : 0;
 		/* Counted before looking at the ready list: a registration made ready
 		 * by another thread after that look must kick us out of the sleep. */
 		atomic_fetch_add(&sh->sleepers, 1);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../core/config.h"
 #include "../core/sys.h"
@@ -105,6 +106,49 @@ void ivs_keep(uint64_t now)
 		}
 	}
 	ivs_chan_sweep();
+}
+
+/* The lease's keeper: a thread that renews it (and vouches, judges, takes
+ * back: ivs_keep) every quarter of a lease, whatever the program does. A program
+ * may sleep for minutes where the library never runs (reading its terminal, in
+ * nanosleep, computing), and its connections must live on as TCP's do: only a
+ * machine or process that is gone or frozen lets its lease run out. Our sleeps'
+ * looks renew it too, but they happen only while a thread waits in the library.
+ * The thread takes no signals, so the program's handlers run where they did. */
+static void *keeper(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&ivs.lock);
+		uint64_t quarter_ms = ivs.attached ? ivs.r.h.lease_ms / 4 : 1000;
+		ivs_keep(sys_now_ns());
+		pthread_mutex_unlock(&ivs.lock);
+		if (quarter_ms < 10)
+			quarter_ms = 10;
+		struct timespec ts = {(time_t)(quarter_ms / 1000), (long)(quarter_ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+void ivs_keeper_start(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	if (pthread_create(&t, &a, keeper, NULL) == 0)
+		pthread_setname_np(t, "usmc-lease");
+	else
+		fprintf(stderr, "usmc: ivshmem: no thread to keep the lease: connections of a "
+				"program that sleeps outside the library may end\n");
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void ivs_lost(void)

@@ -48,6 +48,7 @@ int poller_fd(void)
 			p.fd = sys_fd_high(fd);
 			p.interval_ns = (uint64_t)cfg.poll_us * 1000ull;
 			arm(p.interval_ns);
+			ivs_keeper_start();
 		}
 	}
 	pthread_mutex_unlock(&ivs.lock);

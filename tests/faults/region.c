@@ -17,6 +17,8 @@
  *              listener is no longer published there, the local device pairs them)
  *   frozen     the peer, in a pid namespace of its own (nobody of its kernel vouches for it),
  *              stopped: its lease runs out, and the connection ends with ECONNRESET
+ *   sleeping   the same peer, running but asleep outside the library (as a program waits on
+ *              its terminal) for three leases: its connection lives on, as TCP's would
  *   exits      clients, each a program of its own, connect and exit one after another,
  *              leaving their link groups' channels open: the server lets go of each channel
  *              once and never takes it again when the next client comes, and all the memory
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../src/dev/chan.h"
@@ -186,7 +189,23 @@ static void exits(uint16_t port)
            (unsigned long long)(fl_now_ms() - start));
 }
 
-static void frozen(uint16_t port, int lfd)
+/* The peer of the sleeping test: says hello, sleeps where the library never sees it for
+ * three leases, then says more. */
+static void sleeping_child(uint16_t port, unsigned lease_ms)
+{
+    int fd = fl_connect(port);
+    struct timespec ts = {(time_t)(3 * lease_ms / 1000), (long)(3 * lease_ms % 1000) * 1000000L};
+
+    fl_send_stream(fd, false, 0, 5, 3);
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    fl_send_stream(fd, false, 15, 5, 3);
+    pause();
+}
+
+/* The peer of frozen or sleeping (what: the program's mode): a fresh program in a pid
+ * namespace of its own, so that no process of its kernel vouches for it. Returns its pid. */
+static pid_t spawn_alone(const char *what, uint16_t port)
 {
     struct fl_chan ch;
 
@@ -200,9 +219,10 @@ static void frozen(uint16_t port, int lfd)
         }
         pid_t peer = fork();
         if (peer == 0) {
-            char arg[16];
+            char arg[16], lease[16];
             snprintf(arg, sizeof(arg), "%u", port);
-            execl("/proc/self/exe", "region", "frozen_child", arg, (char *)NULL);
+            snprintf(lease, sizeof(lease), "%u", r.h.lease_ms);
+            execl("/proc/self/exe", "region", what, arg, lease, (char *)NULL);
             _exit(127);
         }
         fl_post(&ch, (uint64_t)peer);
@@ -214,6 +234,29 @@ static void frozen(uint16_t port, int lfd)
         printf("no pid namespace here (needs root)\n");
         exit(77);
     }
+    return peer;
+}
+
+static void sleeping(uint16_t port, int lfd)
+{
+    pid_t peer = spawn_alone("sleeping_child", port);
+    uint64_t before = region_ends();
+    int fd = fl_accept(lfd);
+
+    fl_recv_stream(fd, false, 0, 5, 3);
+    if (region_ends() == before)
+        FAIL("the peer's connection did not go through the region");
+    uint64_t start = fl_now_ms();
+    fl_recv_stream(fd, false, 15, 5, 3);
+    printf("the sleeping peer's connection lived on; it spoke again after %llu ms (lease %u ms)\n",
+           (unsigned long long)(fl_now_ms() - start), r.h.lease_ms);
+    kill(peer, SIGKILL);
+    close(fd);
+}
+
+static void frozen(uint16_t port, int lfd)
+{
+    pid_t peer = spawn_alone("frozen_child", port);
     uint64_t before = region_ends();
     int fd = fl_accept(lfd);
     fl_recv_stream(fd, false, 0, 5, 3);
@@ -234,9 +277,14 @@ static void frozen(uint16_t port, int lfd)
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && !strcmp(argv[1], "frozen_child")) {
+    if (argc == 4 && !strcmp(argv[1], "frozen_child")) {
         fl_start(30);
         frozen_child((uint16_t)atoi(argv[2]));
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "sleeping_child")) {
+        fl_start(30);
+        sleeping_child((uint16_t)atoi(argv[2]), (unsigned)atoi(argv[3]));
         return 0;
     }
     if (argc == 3 && !strcmp(argv[1], "exits_child")) {
@@ -245,7 +293,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc != 2)
-        FAIL("usage: region header|slots|channels|cursors|full|reformat|frozen|exits");
+        FAIL("usage: region header|slots|channels|cursors|full|reformat|frozen|sleeping|exits");
     const char *what = argv[1];
     fl_start(40);
     map_region();
@@ -253,6 +301,10 @@ int main(int argc, char **argv)
     int lfd = fl_listen(&port);
     if (!strcmp(what, "frozen")) {
         frozen(port, lfd);
+        return 0;
+    }
+    if (!strcmp(what, "sleeping")) {
+        sleeping(port, lfd);
         return 0;
     }
     pid_t server = fl_fork();

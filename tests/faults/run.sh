@@ -86,6 +86,7 @@ tests=(
     "region_full|region full|ivshmem_conn_accelerated>1 fallback_memory>0|USMC_DEVICE=ivshmem:@REGION@,lo USMC_RING_SIZE=8M"
     "region_reformat|region reformat|ivshmem_conn_accelerated>1|USMC_DEVICE=ivshmem:@REGION@,lo"
     "region_frozen|region frozen|ivshmem_conn_accelerated>0|USMC_DEVICE=ivshmem:@REGION@,lo"
+    "region_sleeping|region sleeping|ivshmem_conn_accelerated>0|USMC_DEVICE=ivshmem:@REGION@,lo"
     "region_exits|region exits|ivshmem_conn_accelerated>5|USMC_DEVICE=ivshmem:@REGION@,lo"
 )
 

@@ -116,6 +116,9 @@ static inline void note_cpu(_Atomic uint32_t *mine)
 		atomic_store_explicit(mine, (uint32_t)cpu, memory_order_relaxed);
 }
 
+/* One wait of a blocking call. The call watches for signal handlers from its
+ * first wait on (signal_wait_begin() there, once): a handler that runs between
+ * two waits of one call interrupts it as one during a sleep does. */
 int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout);
 
 /* ------------------------------------------------------------ conn_ready.c, conn_close.c */

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "conn_int.h"
+#include "hooks.h"
 #include "stats.h"
 
 static ssize_t plain_recvmsg(int fd, const struct iovec *iov, int iovcnt, int flags)
@@ -24,6 +25,7 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	/* off: what a peek looked past already (a read consumes it instead). */
 	uint64_t deadline = 0, avail, off = 0;
+	int waited = 0;
 	int nb = s->nonblock || (flags & MSG_DONTWAIT);
 	/* What the call waits for: a byte, unless MSG_WAITALL or SO_RCVLOWAT
 	 * says more; a peek, which consumes nothing, no more than the ring can
@@ -166,8 +168,10 @@ recv_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			errno = EAGAIN;
 			goto fail;
 		}
-		if (!deadline)
+		if (!waited++) {
 			deadline = sys_deadline(&s->rcvtimeo);
+			signal_wait_begin();
+		}
 		int w = conn_wait(s, fd, POLLIN, deadline, deadline != 0);
 		if (w == -ETIMEDOUT || w == -EINTR) {
 			if (done)

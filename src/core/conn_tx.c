@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "conn_int.h"
+#include "hooks.h"
 #include "stats.h"
 
 #define PUBLISH_CHUNK (16u << 10)
@@ -47,6 +48,7 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 {
 	size_t want = iov_total(iov, iovcnt), done = 0;
 	uint64_t deadline = 0;
+	int waited = 0;
 	int nb = s->nonblock || (flags & MSG_DONTWAIT), counted_full = 0;
 
 	op_lock(s, HOLD_TX);
@@ -140,8 +142,10 @@ send_body(struct usock *s, int fd, const struct iovec *iov, int iovcnt, int flag
 			errno = EAGAIN;
 			goto fail;
 		}
-		if (!deadline)
+		if (!waited++) {
 			deadline = sys_deadline(&s->sndtimeo);
+			signal_wait_begin();
+		}
 		int w = conn_wait(s, fd, POLLOUT, deadline, deadline != 0);
 		if (w == -ETIMEDOUT || w == -EINTR) {
 			if (done)

@@ -44,6 +44,18 @@ static void futex_bump(void *word)
 	futex(word, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+/* A handler ran while the call waited: the call fails with EINTR, unless the
+ * handler asked for restarts (SA_RESTART) and the socket has no timeout, as the
+ * kernel restarts only those. A restart goes on waiting: the handler is
+ * consumed, or every later sleep of the call would end at once. */
+static int interrupted(int has_timeout)
+{
+	if (has_timeout || !signal_wait_restart())
+		return -EINTR;
+	signal_wait_begin();
+	return 0;
+}
+
 /* The sleep of a blocking call on an attached connection: one futex_wait, no
  * descriptors. Returns like conn_wait(). */
 static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadline, int has_timeout)
@@ -68,7 +80,7 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 	struct timespec ts = {(time_t)(slice / 1000000000ull), (long)(slice % 1000000000ull)};
 	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	op_unlock(s, d);
-	/* A handler that ran since the wait began (conn_wait()) interrupted it;
+	/* A handler that ran since the call's first wait interrupted it;
 	 * one that runs from here on bumps the futex, which returns at once. */
 	long r = signal_sleep_begin(futex_bump, kick) ? (errno = EINTR, -1)
 		 : slice			     ? futex(kick, FUTEX_WAIT, k, &ts)
@@ -86,7 +98,7 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
 	if (r == 0 || e == EAGAIN)
 		return 0;
 	if (e == EINTR)
-		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
+		return interrupted(has_timeout);
 	/* A slice ran out: look for what rings no bell. */
 	struct pollfd pf[2] = {{fd, (short)(in ? POLLIN | POLLRDHUP : 0), 0},
 			       {ctl_fd(s->seg.lgr), 0, 0}};
@@ -290,14 +302,13 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	if (pending && (!dl || recheck < dl))
 		dl = recheck;
 	/* A handler that runs while we spin interrupts the call as it would
-	 * have interrupted the sleep. */
-	signal_wait_begin();
+	 * have interrupted the sleep (the call's first wait began the watch). */
 	if (dev->wake_soon)
 		dev->wake_soon(sys_now_ns());
 	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
 		return 0;
 	if (signal_caught())
-		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
+		return interrupted(has_timeout);
 	if (s->connected && (events == POLLIN || events == POLLOUT) && (dev->flags & DEV_F_FUTEX)) {
 		/* The attach wakes the futex like data does; what rings nothing (a
 		 * decline, a plain peer) is looked for at the next recheck. */
@@ -321,7 +332,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 		conn_disarm(s, events);
 		conn_bell_wait_end(s);
 		conn_arm_wait_end(s);
-		return !caught || (!has_timeout && signal_wait_restart()) ? 0 : -EINTR;
+		return caught ? interrupted(has_timeout) : 0;
 	}
 	enum hold_dir d = events & POLLIN ? HOLD_RX : HOLD_TX;
 	/* A copy of the direction, taken under its lock, for the looks below. */
@@ -353,9 +364,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	conn_bell_wait_end(s);
 	conn_arm_wait_end(s);
 	if (r < 0) {
-		if (e == EINTR && !has_timeout && signal_wait_restart())
-			return 0;
-		return -e;
+		return e == EINTR ? interrupted(has_timeout) : -e;
 	}
 	if (r == 0)
 		return deadline && sys_now_ns() >= deadline ? -ETIMEDOUT : 0;
@@ -366,7 +375,7 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	/* Woken to look, not for this call: a handler that ran since the sleep
 	 * interrupts the call as if it had come during it. */
 	if (looked && signal_caught())
-		return !has_timeout && signal_wait_restart() ? 0 : -EINTR;
+		return interrupted(has_timeout);
 	if (pf[2].revents)
 		conn_bell_clear(s, NULL);
 	if (pf[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))

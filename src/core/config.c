@@ -191,13 +191,14 @@ int config_load(void)
 	cfg.arena_size = (v + 4095) & ~4095ull;
 	bad |= env_u64("USMC_BUSY_POLL_US", 10, 0, CONFIG_BUSY_POLL_MAX, &v);
 	cfg.busy_poll_us = (uint32_t)v;
+	cfg.busy_poll_given = getenv("USMC_BUSY_POLL_US") != NULL;
 	bad |= env_u64("USMC_HANDSHAKE_TIMEOUT_MS", 10000, 1, 3600000, &v);
 	cfg.handshake_ms = (uint32_t)v;
 	bad |= env_u64("USMC_DISABLE", 0, 0, 1, &v);
 	cfg.disabled = (int)v;
 	bad |= env_u64("USMC_POLL_US", 50, 1, CONFIG_POLL_MAX, &v);
 	cfg.poll_us = (uint32_t)v;
-	bad |= env_u64("USMC_POLL_MAX_US", 1000, cfg.poll_us, CONFIG_POLL_MAX, &v);
+	bad |= env_u64("USMC_POLL_MAX_US", 2000, cfg.poll_us, CONFIG_POLL_MAX, &v);
 	cfg.poll_max_us = (uint32_t)v;
 	const char *dev = getenv("USMC_DEVICE");
 	char why[256];

@@ -16,6 +16,7 @@ struct config {
 	uint64_t pending_window;   /* bytes a client may write before the server attaches */
 	uint64_t arena_size;       /* USMC_ARENA_SIZE: shared memory per link group arena */
 	uint32_t busy_poll_us;     /* USMC_BUSY_POLL_US: spin this long for the peer before sleeping */
+	int busy_poll_given;       /* USMC_BUSY_POLL_US was set: the spin is the user's choice */
 	uint32_t handshake_ms;     /* USMC_HANDSHAKE_TIMEOUT_MS */
 	int disabled;              /* USMC_DISABLE=1: interpose nothing */
 	int ncpus;

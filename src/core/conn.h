@@ -279,10 +279,13 @@ static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_
  * accelerated sockets in shared memory, look(arg, 1) besides makes a wait that
  * returns at once (the application's own descriptors, the doorbells rung), a
  * system call: the first look, then one every CONN_DEEP_LOOK_NS. It is called
- * until it returns nonzero or USMC_BUSY_POLL_US passes, bounded by the caller's
+ * until it returns nonzero or conn_spin_ns(polls) passes, bounded by the caller's
  * timeout (ms, -1 for none). Returns look()'s last result; 0 means sleep. On a
  * single core, or with busy-polling off, it never calls look(). */
-int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms);
+int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms, int polls);
+/* How long a wait spins: USMC_BUSY_POLL_US, or by default, where a device in the
+ * wait polls (polls: its dev_ops.wake_soon), at least USMC_POLL_US. */
+uint64_t conn_spin_ns(int polls);
 #define CONN_DEEP_LOOK_NS 2000ull
 /* What a look returns for news it found in shared memory, where the kernel's
  * wait, which returns a count, has nothing to say. */

@@ -179,6 +179,19 @@ static int slice_lost(uint64_t prev, uint64_t now)
 	return 1;
 }
 
+/* A device that polls wakes a sleep no sooner than its next look, USMC_POLL_US
+ * after the activity that preceded it: a spin shorter than that saves no core
+ * (the wake-up costs as much) and loses the rest of the interval. By default such
+ * waits spin that long; a USMC_BUSY_POLL_US that was set is kept as it is. */
+uint64_t conn_spin_ns(int polls)
+{
+	uint32_t us = cfg.busy_poll_us;
+
+	if (polls && !cfg.busy_poll_given && us < cfg.poll_us)
+		us = cfg.poll_us;
+	return (uint64_t)us * 1000ull;
+}
+
 /* The spin of a blocking call, on a copy of its direction taken under the lock it
  * holds. The lock is let go for the spin: a non-blocking call or a readiness look
  * in another thread must neither wait for it nor take it for an operation under
@@ -189,7 +202,7 @@ static int spin(struct usock *s, short events)
 	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
-	uint64_t idle = (uint64_t)cfg.busy_poll_us * 1000ull;
+	uint64_t idle = conn_spin_ns(s->dev->wake_soon != NULL);
 	/* A client waiting for its attach spins up to the limit: the server has
 	 * its connection and attaches soon, and sleeping now would cost the answer
 	 * a futex wake and a wake-up across cores. It does not know the server's
@@ -253,9 +266,9 @@ static int spin(struct usock *s, short events)
 	return r;
 }
 
-int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms)
+int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms, int polls)
 {
-	uint64_t budget = (uint64_t)cfg.busy_poll_us * 1000ull;
+	uint64_t budget = conn_spin_ns(polls);
 
 	if (!budget || timeout_ms == 0 || cfg.ncpus < 2)
 		return 0;

@@ -28,10 +28,13 @@ static struct {
 	_Atomic uint64_t looked_ns;   /* when a tick last ran */
 } p = {.fd = -1};
 
-/* Arms the timer to fire ns from now. Under ivs.lock. */
+/* Arms the timer to fire ns from now, and every ns after that: a look that
+ * keeps the interval (an idle process's, at the bound) need not arm it again.
+ * Under ivs.lock. */
 static void arm(uint64_t ns)
 {
-	struct itimerspec its = {.it_value = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)}};
+	struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	struct itimerspec its = {.it_interval = t, .it_value = t};
 
 	atomic_store(&p.due_ns, sys_now_ns() + ns);
 	timerfd_settime(p.fd, 0, &its, NULL);
@@ -68,8 +71,13 @@ static void look(uint64_t now)
 	atomic_store(&p.looked_ns, now);
 	ivs_keep(now);
 	int rung = ivs_bells_relay();
-	p.interval_ns = rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;
-	arm(p.interval_ns);
+	uint64_t next = rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;
+	if (next != p.interval_ns) {
+		p.interval_ns = next;
+		arm(next);
+	} else {
+		atomic_store(&p.due_ns, now + next);
+	}
 }
 
 void poller_tick(void)

@@ -1368,7 +1368,9 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 	signal_wait_begin();
 	for (;;) {
 		/* When the wait began, for a device that polls (wake_soon). */
-		uint64_t began = atomic_load_explicit(&sh->waker, memory_order_relaxed) ? sys_now_ns() : 0;
+		uint64_t began = !quiet && atomic_load_explicit(&sh->waker, memory_order_relaxed)
+					 ? sys_now_ns()
+					 : 0;
 		/* Counted before looking at the ready list: a registration made ready
 		 * by another thread after that look must kick us out of the sleep. */
 		atomic_fetch_add(&sh->sleepers, 1);
@@ -1393,7 +1395,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		struct look l = {sh, epfd, events + n, maxevents - n};
 		int m = sigmask || quiet || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
 				? 0
-				: conn_busy_wait(look_now, &l, tmo);
+				: conn_busy_wait(look_now, &l, tmo, atomic_load(&sh->waker) != NULL);
 		if (m == CONN_LOOK_NEWS) {
 			atomic_fetch_sub(&sh->sleepers, 1);
 			continue;
@@ -1415,7 +1417,10 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 			pthread_mutex_unlock(&sh->lock);
 		}
 		const struct dev_ops *waker = atomic_load(&sh->waker);
-		if (doze && waker)
+		/* After a round that brought nothing, the device's interval grows:
+		 * how long that round took (a preempted one on a busy machine) is
+		 * no sign that anything happened. */
+		if (doze && waker && !quiet)
 			waker->wake_soon(began);
 		if (doze) {
 			/* Going to sleep: every registration must be armed first.

@@ -131,7 +131,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 				seen |= wakers[w] == d;
 			if (fd < 0 || seen)
 				continue;
-			if (sleep)
+			if (sleep && !quiet)
 				d->wake_soon(sys_now_ns());
 			wakers[nwakers] = d;
 			wake_at[nwakers++] = k;
@@ -145,7 +145,7 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		/* Not after a round that brought nothing (a device's look): nothing
 		 * happened that an answer could follow. */
 		int r = sleep && !mask && !quiet
-				? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1)
+				? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1, nwakers > 0)
 				: 0;
 		if (r == CONN_LOOK_NEWS)
 			r = 1;

@@ -319,6 +319,8 @@ int cmd_region(int argc, char **argv)
 		return create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return region_serve(argc - 1, argv + 1);
 	if (is_help(argv[1]))
 		help_exit();
 	die_usage();

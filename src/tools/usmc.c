@@ -130,6 +130,7 @@ static const char check_usage[] =
 static const char region_usage[] =
 	"usage: usmc region create PATH --size SIZE [--lease MS] [--slots N] [--force]\n"
 	"       usmc region status [PATH] [--json]\n"
+	"       usmc region serve SOCKET PATH [--vectors N]\n"
 	"\n"
 	"A region is the memory virtual machines (and host processes) attached to one\n"
 	"ivshmem device share: usmc keeps its listeners, link groups and connections there.\n"
@@ -146,6 +147,10 @@ static const char region_usage[] =
 	"  status        the peers attached (slot, key, live or quiet, connections,\n"
 	"                memory), the listeners published, memory and channels in use\n"
 	"  --json        print one JSON object instead (docs/schema/usmc-region.schema.json)\n"
+	"  serve         an ivshmem server on the Unix socket SOCKET for PATH: QEMU's\n"
+	"                ivshmem-doorbell devices (chardev=...,path=SOCKET) and processes\n"
+	"                under USMC_DEVICE=ivshmem:unix:SOCKET interrupt each other\n"
+	"  --vectors N   interrupt vectors a peer (1 to 64; default 1)\n"
 	"  -h, --help    print this help\n";
 
 static const struct command {

@@ -18,5 +18,7 @@ int cmd_ss(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_nvme(int argc, char **argv);
 int cmd_region(int argc, char **argv);
+/* usmc region serve (region_serve.c). */
+int region_serve(int argc, char **argv);
 
 #endif

@@ -75,6 +75,30 @@ static void measure(struct region_map *m)
 	m->cached = m->load_ns < 20;
 }
 
+/* Maps m->fd, which m->path names; closes it on failure. */
+static int map_opened(struct region_map *m, int ro, char *why, size_t len)
+{
+	struct stat st;
+
+	if (fstat(m->fd, &st) < 0 || st.st_size < (off_t)REGION_PAGE) {
+		snprintf(why, len, "%s: %s", m->path,
+			 st.st_size < (off_t)REGION_PAGE ? "too small to hold a region" : strerror(errno));
+		region_map_close(m);
+		return -1;
+	}
+	m->size = (uint64_t)st.st_size;
+	void *p = mmap(NULL, m->size, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, m->fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(why, len, "%s: cannot map it: %s", m->path, strerror(errno));
+		region_map_close(m);
+		return -1;
+	}
+	m->base = p;
+	m->fd = sys_fd_high(m->fd);
+	measure(m);
+	return 0;
+}
+
 int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len)
 {
 	struct stat st;
@@ -111,23 +135,15 @@ int region_map_open(struct region_map *m, const char *spec, int ro, char *why, s
 			 e == EACCES && *m->pci ? " (a PCI resource file is root's)" : "");
 		return -1;
 	}
-	if (fstat(m->fd, &st) < 0 || st.st_size < (off_t)REGION_PAGE) {
-		snprintf(why, len, "%s: %s", m->path,
-			 st.st_size < (off_t)REGION_PAGE ? "too small to hold a region" : strerror(errno));
-		region_map_close(m);
-		return -1;
-	}
-	m->size = (uint64_t)st.st_size;
-	void *p = mmap(NULL, m->size, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, m->fd, 0);
-	if (p == MAP_FAILED) {
-		snprintf(why, len, "%s: cannot map it: %s", m->path, strerror(errno));
-		region_map_close(m);
-		return -1;
-	}
-	m->base = p;
-	m->fd = sys_fd_high(m->fd);
-	measure(m);
-	return 0;
+	return map_opened(m, ro, why, len);
+}
+
+int region_map_fd(struct region_map *m, int fd, const char *name, int ro, char *why, size_t len)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(m->path, sizeof(m->path), "%s", name);
+	m->fd = fd;
+	return map_opened(m, ro, why, len);
 }
 
 void region_map_close(struct region_map *m)

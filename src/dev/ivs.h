@@ -112,8 +112,10 @@ void ivs_bells_route(const struct seg_loc *loc, int fd, _Atomic int *lost);
 void ivs_bells_unroute(const struct seg_loc *loc, int fd);
 /* Relays what the peers rang on our channels, looks at the connections we do
  * not drain the channels of, and tells those whose peer is gone. Returns how
- * many bells it rang. Under ivs.lock. */
-int ivs_bells_relay(void);
+ * many bells it rang; *polled says whether something can only be seen by
+ * looking again (rings queued but not written yet, connections looked at by
+ * their stamps). Under ivs.lock. */
+int ivs_bells_relay(int *polled);
 /* The peer of channel handle h is gone: its connections are lost. */
 void ivs_bells_lose(int h);
 /* In a forked child, after ivs_chan_atfork_child(): every route is looked at by
@@ -135,6 +137,24 @@ void poller_busy(void);
 /* The tick: whoever finds poller_fd() readable. */
 void poller_tick(void);
 void poller_atfork_child(void);
+
+/* Interrupts, where an ivshmem server hands them out (ivs_doorbell.c).
+ * USMC_DEVICE=ivshmem:unix:SOCKET names the server's socket (region_server). */
+/* Joins the server at path: the region's descriptor, or -1 with why. */
+int ivs_doorbell_connect(const char *path, char *why, size_t len);
+/* Writes our peer ID into our slot (just claimed). Under ivs.lock. */
+void ivs_doorbell_publish(void);
+/* Interrupts the slot key names, if it takes interrupts from us. */
+void ivs_doorbell_ring(uint64_t key);
+/* What a sleep watches for interrupts: our vector and the server's socket.
+ * Returns whether this process hears interrupts at all. */
+int ivs_doorbell_fds(int fds[2]);
+/* Takes what those said; returns whether a peer rang or left. */
+int ivs_doorbell_heard(void);
+/* Whether every live peer of the region rings us: our sleeps need not poll.
+ * Under ivs.lock. */
+int ivs_doorbell_covers(void);
+void ivs_doorbell_atfork_child(void);
 
 /* The registry of listeners in the region (ivs_registry.c). */
 int ivs_reg_add(const struct sockaddr *bound, int v6only, const char *ctl_name);

@@ -293,6 +293,8 @@ static int status(int argc, char **argv)
 		path = cfg.region;
 	struct region_map m;
 	struct region r;
+	if (region_server(path))
+		fail("%s names an ivshmem server: give the file it serves", path);
 	if (region_map_open(&m, path, 1, why, sizeof(why)) < 0)
 		fail("%s", why);
 	int e = region_attach(&r, m.base, m.size);

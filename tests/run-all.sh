@@ -34,7 +34,7 @@ run_suite() {
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 }
 
-for suite in unit conformance erm faults apps tools fuzz bench install policy nvme vm; do
+for suite in unit conformance erm faults apps tools fuzz bench install policy nvme vm doorbell; do
     if [ -e "tests/$suite/run.sh" ]; then
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi
@@ -49,7 +49,7 @@ run_suite conformance-ivshmem USMC_CONFORMANCE_DEVICE=ivshmem bash tests/conform
 # the library: TSan's start-up would call into the library's wrappers before it can take their
 # calls.
 if [ -d build-asan ]; then
-    for suite in conformance erm faults apps tools policy nvme bench; do
+    for suite in conformance erm faults apps tools policy nvme bench doorbell; do
         if [ -e "tests/$suite/run.sh" ]; then
             run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
         fi

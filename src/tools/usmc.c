@@ -41,8 +41,9 @@ static const char run_usage[] =
 	"                        (0 to 1000000; 0 sleeps at once)\n"
 	"  --device DEV[,DEV]    the devices to use, in order of preference: lo (processes of\n"
 	"                        this kernel, the default), ivshmem[:PATH] (a region shared\n"
-	"                        with other kernels: the ivshmem PCI device, or PATH); ivshmem\n"
-	"                        alone means lo,ivshmem\n"
+	"                        with other kernels: the ivshmem PCI device, or PATH;\n"
+	"                        ivshmem:unix:SOCKET, the one `usmc region serve` hands out\n"
+	"                        there, with interrupts); ivshmem alone means lo,ivshmem\n"
 	"  -h, --help            print this help\n";
 
 static const char stats_usage[] =

@@ -187,11 +187,16 @@ static void print_json(const struct totals *t)
 		printf("}");
 	}
 	printf(",\n \"devices\": {");
-	for (int d = 0; d < STAT_DEVICES; d++)
+	for (int d = 0; d < STAT_DEVICES; d++) {
 		printf("%s\"%s\": {\"conn_accelerated\": %llu", d ? ", " : "", stat_device_names[d],
 		       (unsigned long long)t->v[STAT_DEV_ACCEL + d]);
-	printf(", \"interrupts_sent\": %llu, \"interrupts_received\": %llu}}}\n",
-	       (unsigned long long)t->v[STAT_IVS_IRQ_SENT], (unsigned long long)t->v[STAT_IVS_IRQ_RECV]);
+		if (!strcmp(stat_device_names[d], "ivshmem"))
+			printf(", \"interrupts_sent\": %llu, \"interrupts_received\": %llu",
+			       (unsigned long long)t->v[STAT_IVS_IRQ_SENT],
+			       (unsigned long long)t->v[STAT_IVS_IRQ_RECV]);
+		printf("}");
+	}
+	printf("}}\n");
 }
 
 int cmd_stats(int argc, char **argv)

@@ -124,6 +124,9 @@ struct peer {
 	int live, moving;
 	uint64_t key, heartbeat, granules;
 	uint32_t conns;
+	int64_t bell;               /* its ivshmem peer ID, -1 for none */
+	const char *mapping;
+	int cached;
 	char name[65];
 };
 
@@ -136,7 +139,9 @@ struct census {
 };
 
 /* What the region holds now; the heartbeats looked at twice, 0.2 s apart: a
- * peer that sleeps in the library moves its own within that. */
+ * peer that sleeps in the library moves its own within that. One that takes
+ * interrupts, and sleeps until one comes, moves it a tenth of the lease apart
+ * (poller.c): where there is one, the second look waits that long. */
 static void take_census(const struct region *r, struct census *c)
 {
 	uint64_t by_slot[REGION_SLOTS_MAX];
@@ -150,13 +155,22 @@ static void take_census(const struct region *r, struct census *c)
 		p->key = slot_key(i, w >> 8);
 		p->heartbeat = atomic_load(&s->heartbeat);
 		p->conns = atomic_load(&s->conns);
+		uint32_t d = atomic_load(&s->doorbell);
+		p->bell = d && d - 1 <= 0xffff ? (int64_t)d - 1 : -1;
+		uint8_t k = s->mapping;
+		p->mapping = slot_mapping_names[k < SLOT_MAPPINGS ? k : SLOT_MAP_UNKNOWN];
+		p->cached = s->mapping_cached != 0;
 		memcpy(p->name, s->name, sizeof(s->name));
 		p->name[64] = 0;
 		for (char *q = p->name; *q; q++)
 			if ((unsigned char)*q < ' ' || *q == 0x7f)
 				*q = '?';
 	}
-	nanosleep(&(struct timespec){0, 200000000}, NULL);
+	uint64_t wait_ms = 200;
+	for (uint32_t i = 0; i < r->h.nslots; i++)
+		if (c->p[i].live > 0 && c->p[i].bell >= 0 && r->h.lease_ms / 10 + 100 > wait_ms)
+			wait_ms = r->h.lease_ms / 10 + 100;
+	nanosleep(&(struct timespec){(time_t)(wait_ms / 1000), (long)(wait_ms % 1000) * 1000000}, NULL);
 	for (uint32_t i = 0; i < r->h.nslots; i++)
 		c->p[i].moving = atomic_load(&slot_at(r, i)->heartbeat) != c->p[i].heartbeat;
 	heap_usage(r, &c->used, by_slot);
@@ -209,15 +223,19 @@ static void print_text(const struct region_map *m, const struct region *r, const
 	mib(r->h.heap_granules * REGION_PAGE, b, sizeof(b));
 	printf("memory: %s of %s in use; channels (link groups): %u of %u\n", a, b, c->chans,
 	       r->h.nchans);
-	printf("%-4s %-12s %-6s %-12s %-8s %-10s %s\n", "Slot", "Key", "State", "Heartbeat",
-	       "Conns", "Memory", "Process");
+	printf("%-4s %-12s %-6s %-12s %-8s %-10s %-14s %-7s %s\n", "Slot", "Key", "State",
+	       "Heartbeat", "Conns", "Memory", "Mapping", "PeerID", "Process");
 	for (uint32_t i = 0; i < r->h.nslots; i++) {
 		const struct peer *p = &c->p[i];
 		if (!p->live)
 			continue;
 		mib(p->granules * REGION_PAGE, a, sizeof(a));
-		printf("%-4u %-12" PRIx64 " %-6s %-12" PRIu64 " %-8u %-10s %s\n", i, p->key,
-		       liveness(p), p->heartbeat, p->conns, a, p->name);
+		snprintf(b, sizeof(b), "%s,%s", p->mapping, p->cached ? "cached" : "uncached");
+		char id[16] = "-";
+		if (p->bell >= 0)
+			snprintf(id, sizeof(id), "%lld", (long long)p->bell);
+		printf("%-4u %-12" PRIx64 " %-6s %-12" PRIu64 " %-8u %-10s %-14s %-7s %s\n", i,
+		       p->key, liveness(p), p->heartbeat, p->conns, a, b, id, p->name);
 	}
 	printf("%-6s %-12s %s\n", "Port", "Owner", "Addresses");
 	for (int i = 0; i < c->nl; i++) {
@@ -253,9 +271,16 @@ static void print_json(const struct region_map *m, const struct region *r, const
 		if (!p->live)
 			continue;
 		printf("%s\n  {\"slot\": %u, \"key\": \"%" PRIx64 "\", \"state\": \"%s\", "
-		       "\"heartbeat\": %" PRIu64 ", \"connections\": %u, \"memory\": %llu, \"process\": ",
+		       "\"heartbeat\": %" PRIu64 ", \"connections\": %u, \"memory\": %llu, "
+		       "\"mapping\": {\"kind\": \"%s\", \"cached\": %s}, \"peer_id\": ",
 		       k++ ? "," : "", i, p->key, liveness(p), p->heartbeat, p->conns,
-		       (unsigned long long)(p->granules * REGION_PAGE));
+		       (unsigned long long)(p->granules * REGION_PAGE), p->mapping,
+		       p->cached ? "true" : "false");
+		if (p->bell >= 0)
+			printf("%lld", (long long)p->bell);
+		else
+			printf("null");
+		printf(", \"process\": ");
 		json_string(stdout, p->name);
 		printf("}");
 	}

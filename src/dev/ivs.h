@@ -155,6 +155,15 @@ int ivs_doorbell_heard(void);
  * Under ivs.lock. */
 int ivs_doorbell_covers(void);
 void ivs_doorbell_atfork_child(void);
+/* In a guest: interrupts through the ivshmem device bound to vfio-pci
+ * (ivs_vfio.c), our peer ID self, irq its vector 0's eventfd (-1: none). */
+void ivs_doorbell_guest(int64_t self, int irq);
+/* The region through vfio-pci: 0 with m mapped and interrupts set up where the
+ * device has them, 1 when spec does not name a device bound to vfio-pci, -1
+ * with why. */
+int ivs_vfio_open(const char *spec, struct region_map *m, char *why, size_t len);
+/* Rings peer's vector 0 through the device's doorbell register. */
+void ivs_vfio_ring(uint32_t peer);
 
 /* The registry of listeners in the region (ivs_registry.c). */
 int ivs_reg_add(const struct sockaddr *bound, int v6only, const char *ctl_name);

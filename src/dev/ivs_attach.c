@@ -21,8 +21,10 @@ static int region_map(char *why, size_t len)
 	const char *server = region_server(cfg.region);
 
 	ivs.map = (struct region_map){.fd = -1};
-	if (!server)
-		return region_map_open(&ivs.map, cfg.region, 0, why, len);
+	if (!server) {
+		int e = ivs_vfio_open(cfg.region, &ivs.map, why, len);
+		return e <= 0 ? e : region_map_open(&ivs.map, cfg.region, 0, why, len);
+	}
 	int fd = ivs_doorbell_connect(server, why, len);
 	return fd < 0 ? -1 : region_map_fd(&ivs.map, fd, cfg.region, 0, why, len);
 }
@@ -42,6 +44,8 @@ int ivs_ready(void)
 		return -1;
 	}
 	slot_self_init(&ivs.me);
+	ivs.me.mapping = ivs.map.vfio ? SLOT_MAP_VFIO : *ivs.map.pci ? SLOT_MAP_SYSFS : SLOT_MAP_FILE;
+	ivs.me.mapping_cached = (uint8_t)ivs.map.cached;
 	ivs.netns = stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
 	ivs.attached = 1;
 	return 0;

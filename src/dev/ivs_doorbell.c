@@ -15,6 +15,13 @@
  * (poller.c), which then fires only for our lease while every live peer can
  * ring us; the server's socket too, for the peers it announces later.
  *
+ * In a guest whose ivshmem-doorbell device is bound to vfio-pci (ivs_vfio.c),
+ * the same with the device's registers: our ID is its IVPosition, a ring is a
+ * write of (peer << 16 | 0) to its doorbell register, and its MSI-X vector 0
+ * signals an eventfd of ours. The guest cannot know which IDs the server
+ * announced: an ID in range is rung, and QEMU drops a ring to one it does not
+ * know.
+ *
  * A forked child shares its parent's slot and so its peer ID: it rings with
  * the descriptors it inherited, but leaves our vector and the socket to the
  * parent, and polls at the usual rate. */
@@ -40,14 +47,29 @@ static struct {
 	int hears;                   /* our vector is ours to read (not a forked child's) */
 	_Atomic int on;              /* joined a server: rings may go (read without the lock) */
 	struct ivsp_client cl;
-} db = {.lock = PTHREAD_MUTEX_INITIALIZER, .sock = -1};
+	/* In a guest: the device's vector 0 and our ID (-1 on the host). */
+	int guest_irq;
+	int64_t guest_self;
+} db = {.lock = PTHREAD_MUTEX_INITIALIZER, .sock = -1, .guest_irq = -1, .guest_self = -1};
 
 /* Our own vector 0, or -1. Under db.lock. */
 static int own_fd(void)
 {
 	const struct ivsp_peer *p = ivsp_client_peer(&db.cl, db.cl.self);
 
+	if (db.guest_self >= 0)
+		return db.guest_irq;
 	return p && p->nfd ? p->fd[0] : -1;
+}
+
+void ivs_doorbell_guest(int64_t self, int irq)
+{
+	pthread_mutex_lock(&db.lock);
+	db.guest_self = self;
+	db.guest_irq = irq;
+	db.hears = irq >= 0;
+	atomic_store(&db.on, 1);
+	pthread_mutex_unlock(&db.lock);
 }
 
 /* Takes what the server sent. Returns -1 once it broke the protocol or left:
@@ -126,7 +148,8 @@ void ivs_doorbell_publish(void)
 	if (!ivs.key)
 		return;
 	pthread_mutex_lock(&db.lock);
-	uint32_t v = own_fd() >= 0 ? (uint32_t)db.cl.self + 1 : 0;
+	int64_t self = db.guest_self >= 0 ? db.guest_self : db.cl.self;
+	uint32_t v = own_fd() >= 0 ? (uint32_t)self + 1 : 0;
 	pthread_mutex_unlock(&db.lock);
 	atomic_store(&slot_at(&ivs.r, slot_of_key(ivs.key))->doorbell, v);
 }
@@ -156,9 +179,17 @@ void ivs_doorbell_ring(uint64_t key)
 	if (!atomic_load_explicit(&db.on, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&db.lock);
-	int fd = vector_of(key);
-	if (fd >= 0 && real.write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
-		stat_add(STAT_IVS_IRQ_SENT, 1);
+	if (db.guest_self >= 0) {
+		int64_t id = ivs.attached && slot_key_valid(&ivs.r, key) ? id_of(slot_of_key(key)) : -1;
+		if (id >= 0) {
+			ivs_vfio_ring((uint32_t)id);
+			stat_add(STAT_IVS_IRQ_SENT, 1);
+		}
+	} else {
+		int fd = vector_of(key);
+		if (fd >= 0 && real.write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+			stat_add(STAT_IVS_IRQ_SENT, 1);
+	}
 	pthread_mutex_unlock(&db.lock);
 }
 

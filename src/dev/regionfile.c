@@ -55,7 +55,7 @@ static int find_device(char *out, size_t len)
 /* What a load of one line costs in m: every line of the first 256 KiB (or what
  * there is) read twice, the second pass timed, so that a cached mapping is
  * measured with its lines in the cache. */
-static void measure(struct region_map *m)
+void region_map_measure(struct region_map *m)
 {
 	uint64_t bytes = m->size < (256u << 10) ? m->size : (256u << 10), lines = bytes / 64;
 	volatile const unsigned char *p = m->base;
@@ -95,19 +95,17 @@ static int map_opened(struct region_map *m, int ro, char *why, size_t len)
 	}
 	m->base = p;
 	m->fd = sys_fd_high(m->fd);
-	measure(m);
+	region_map_measure(m);
 	return 0;
 }
 
-int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len)
+int region_pci_dir(const char *spec, char *dir, size_t dlen, char *why, size_t len)
 {
 	struct stat st;
-	char dir[400] = "";
 
-	memset(m, 0, sizeof(*m));
-	m->fd = -1;
+	*dir = 0;
 	if (!spec || !*spec) {
-		if (find_device(dir, sizeof(dir)) < 0) {
+		if (find_device(dir, dlen) < 0) {
 			snprintf(why, len,
 				 "no ivshmem device (PCI %04x:%04x) in " PCI_DEVICES
 				 ", and no region named",
@@ -120,8 +118,19 @@ int region_map_open(struct region_map *m, const char *spec, int ro, char *why, s
 				 IVSHMEM_VENDOR, IVSHMEM_DEVICE);
 			return -1;
 		}
-		snprintf(dir, sizeof(dir), "%s", spec);
+		snprintf(dir, dlen, "%s", spec);
 	}
+	return *dir ? 1 : 0;
+}
+
+int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len)
+{
+	char dir[400];
+
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	if (region_pci_dir(spec, dir, sizeof(dir), why, len) < 0)
+		return -1;
 	if (*dir) {
 		snprintf(m->pci, sizeof(m->pci), "%s", dir);
 		snprintf(m->path, sizeof(m->path), "%s/resource2", dir);

@@ -35,6 +35,7 @@ static inline const char *region_server(const char *spec)
 
 struct region_map {
 	int fd;
+	int vfio;               /* BAR 2 mapped through vfio-pci (ivs_vfio.c), not sysfs */
 	unsigned char *base;
 	uint64_t size;
 	char path[512];         /* what is mapped */
@@ -43,6 +44,11 @@ struct region_map {
 	double load_ns;         /* what a load of a line cost */
 };
 
+/* The sysfs directory of the ivshmem PCI device spec names (NULL or "": the
+ * first one): 1, or 0 when spec names something else (a file), or -1 with why. */
+int region_pci_dir(const char *spec, char *dir, size_t dlen, char *why, size_t len);
+/* Measures what a load of m costs, into m->load_ns and m->cached. */
+void region_map_measure(struct region_map *m);
 /* Maps the region spec names (NULL or "": the first ivshmem PCI device), to
  * read only when ro. Returns 0, or -1 with the reason in why. */
 int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len);

@@ -35,14 +35,14 @@ static void fail(const char *fmt, ...)
 	exit(1);
 }
 
-static const char *value_of(int argc, char **argv, int *i)
+const char *region_value_of(int argc, char **argv, int *i)
 {
 	if (*i + 1 >= argc)
 		die_usage();
 	return argv[++*i];
 }
 
-static uint64_t number(const char *opt, const char *s, uint64_t lo, uint64_t hi)
+uint64_t region_number(const char *opt, const char *s, uint64_t lo, uint64_t hi)
 {
 	uint64_t v;
 
@@ -67,13 +67,14 @@ static int create(int argc, char **argv)
 		if (is_help(argv[i]))
 			help_exit();
 		else if (!strcmp(argv[i], "--size"))
-			size = number("--size", value_of(argc, argv, &i), REGION_MIN_SIZE,
-				      REGION_MAX_SIZE);
+			size = region_number("--size", region_value_of(argc, argv, &i),
+					     REGION_MIN_SIZE, REGION_MAX_SIZE);
 		else if (!strcmp(argv[i], "--lease"))
-			lease = number("--lease", value_of(argc, argv, &i), REGION_LEASE_MIN_MS,
-				       REGION_LEASE_MAX_MS);
+			lease = region_number("--lease", region_value_of(argc, argv, &i),
+					      REGION_LEASE_MIN_MS, REGION_LEASE_MAX_MS);
 		else if (!strcmp(argv[i], "--slots"))
-			slots = number("--slots", value_of(argc, argv, &i), 2, REGION_SLOTS_MAX);
+			slots = region_number("--slots", region_value_of(argc, argv, &i), 2,
+					      REGION_SLOTS_MAX);
 		else if (!strcmp(argv[i], "--force"))
 			force = 1;
 		else if (argv[i][0] != '-' && !path)

@@ -23,7 +23,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../core/config.h"
 #include "../core/sys.h"
 #include "../dev/ivs_proto.h"
 #include "../dev/regionfile.h"
@@ -246,14 +245,10 @@ int region_serve(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (is_help(argv[i]))
 			help_exit();
-		else if (!strcmp(argv[i], "--vectors") && i + 1 < argc) {
-			if (config_number(argv[++i], 1, IVSP_VECTORS_MAX, &vectors) < 0) {
-				fprintf(stderr, "usmc region serve: --vectors %s: expected a number "
-						"from 1 to %d\n",
-					argv[i], IVSP_VECTORS_MAX);
-				exit(2);
-			}
-		} else if (argv[i][0] != '-' && !s.sock_path)
+		else if (!strcmp(argv[i], "--vectors"))
+			vectors = region_number("--vectors", region_value_of(argc, argv, &i), 1,
+						IVSP_VECTORS_MAX);
+		else if (argv[i][0] != '-' && !s.sock_path)
 			s.sock_path = argv[i];
 		else if (argv[i][0] != '-' && !mem_path)
 			mem_path = argv[i];

@@ -213,6 +213,17 @@ dgram() {
     echo "dgram,id=g,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2"
 }
 
+# host_tap TAP N: a tap device TAP at 10.N.0.1 on the host, which a guest reaches as 10.N.0.2:
+# sets the caller's host (the guest's QEMU options for it) and host_ip, left empty when no tap
+# device can be made.
+host_tap() {
+    ip tuntap add dev "$1" mode tap 2>/dev/null || return 0
+    ip addr add "10.$2.0.1/24" dev "$1" && ip link set "$1" up
+    host=(-netdev "tap,id=t,ifname=$1,script=no,downscript=no"
+        -device "virtio-net-pci,netdev=t,mac=52:54:00:$2:00:02")
+    host_ip=10.$2.0.2
+}
+
 scenario_region_guests() {
     local region=/dev/shm/usmc-vm-region.$$ tap=usmcvm$$ net port=7000 mb=32 exchanges=20000
     local lease=2000 t0 took want
@@ -248,12 +259,7 @@ EOF
     net=$((20000 + RANDOM % 20000))
     # The host reaches guest A over a tap device, when it can make one.
     local host=() host_ip=
-    if ip tuntap add dev "$tap" mode tap 2>/dev/null; then
-        ip addr add 10.80.0.1/24 dev "$tap" && ip link set "$tap" up
-        host=(-netdev "tap,id=t,ifname=$tap,script=no,downscript=no"
-            -device virtio-net-pci,netdev=t,mac=52:54:00:80:00:02)
-        host_ip=10.80.0.2
-    fi
+    host_tap "$tap" 80
     trap 'trap - RETURN; stop a b; ip link del "$tap" 2>/dev/null; rm -f "$region" "$out/image.cpio"' RETURN
 
     guest a "ip=eth0,10.81.0.1/24 ${host_ip:+ip=eth1,$host_ip/24} $usmc $peer serve $port" "${shm[@]}" \
@@ -356,12 +362,7 @@ EOF
     server=$!
     net=$((20000 + RANDOM % 20000))
     local host=() host_ip=
-    if ip tuntap add dev "$tap" mode tap 2>/dev/null; then
-        ip addr add 10.83.0.1/24 dev "$tap" && ip link set "$tap" up
-        host=(-netdev "tap,id=t,ifname=$tap,script=no,downscript=no"
-            -device virtio-net-pci,netdev=t,mac=52:54:00:83:00:02)
-        host_ip=10.83.0.2
-    fi
+    host_tap "$tap" 83
     trap 'trap - RETURN; stop dba dbb; kill "$server" 2>/dev/null; wait "$server"; ip link del "$tap" 2>/dev/null; rm -f "$region" "$out/image.cpio"' RETURN
     for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 

@@ -137,6 +137,8 @@ void poller_busy(void);
 /* The tick: whoever finds poller_fd() readable. */
 void poller_tick(void);
 void poller_atfork_child(void);
+/* fd leaves what sleeps watch (it is about to be closed). Under ivs.lock. */
+void poller_forget(int fd);
 
 /* Interrupts, where an ivshmem server hands them out (ivs_doorbell.c).
  * USMC_DEVICE=ivshmem:unix:SOCKET names the server's socket (region_server). */

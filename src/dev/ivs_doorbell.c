@@ -91,6 +91,9 @@ static int hear_server(void)
 		}
 	if (e == -EAGAIN)
 		return 0;
+	/* Out of our sleeps first: a forked child's copy would keep it there,
+	 * readable for good. */
+	poller_forget(db.sock);
 	real.close(db.sock);
 	db.sock = -1;
 	return -1;

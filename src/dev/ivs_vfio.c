@@ -38,7 +38,7 @@ static struct {
 static int region_info(int dev, uint32_t index, struct vfio_region_info *ri)
 {
 	*ri = (struct vfio_region_info){.argsz = sizeof(*ri), .index = index};
-	return ioctl(dev, VFIO_DEVICE_GET_REGION_INFO, ri);
+	return real.ioctl(dev, VFIO_DEVICE_GET_REGION_INFO, ri);
 }
 
 /* The device's descriptor from its group, in a container of its own; -errno. */
@@ -61,15 +61,15 @@ static int open_device(const char *dir, char *why, size_t len)
 	if (container < 0 || group < 0) {
 		dev = -errno;
 		snprintf(why, len, "%s: %s", group < 0 ? path : "/dev/vfio/vfio", strerror(errno));
-	} else if (ioctl(group, VFIO_GROUP_GET_STATUS, &gs) < 0 ||
+	} else if (real.ioctl(group, VFIO_GROUP_GET_STATUS, &gs) < 0 ||
 		   !(gs.flags & VFIO_GROUP_FLAGS_VIABLE)) {
 		snprintf(why, len, "%s: not viable (a device of its group is not bound to vfio-pci)",
 			 path);
-	} else if (ioctl(group, VFIO_GROUP_SET_CONTAINER, &container) < 0 ||
-		   (ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) < 0 &&
-		    ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1_IOMMU) < 0)) {
+	} else if (real.ioctl(group, VFIO_GROUP_SET_CONTAINER, &container) < 0 ||
+		   (real.ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) < 0 &&
+		    real.ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1_IOMMU) < 0)) {
 		snprintf(why, len, "%s: no VFIO IOMMU: %s", path, strerror(errno));
-	} else if ((dev = ioctl(group, VFIO_GROUP_GET_DEVICE_FD, basename((char *)dir))) < 0) {
+	} else if ((dev = real.ioctl(group, VFIO_GROUP_GET_DEVICE_FD, basename((char *)dir))) < 0) {
 		dev = -errno;
 		snprintf(why, len, "%s: %s", dir, strerror(errno));
 	}
@@ -88,7 +88,7 @@ static int interrupts(int dev)
 	struct vfio_region_info cfg;
 	uint16_t cmd;
 
-	if (ioctl(dev, VFIO_DEVICE_GET_IRQ_INFO, &ii) < 0 || ii.count < 1 ||
+	if (real.ioctl(dev, VFIO_DEVICE_GET_IRQ_INFO, &ii) < 0 || ii.count < 1 ||
 	    region_info(dev, VFIO_PCI_CONFIG_REGION_INDEX, &cfg) < 0 ||
 	    pread(dev, &cmd, sizeof(cmd), (off_t)cfg.offset + PCI_COMMAND) != sizeof(cmd))
 		return -1;
@@ -103,7 +103,7 @@ static int interrupts(int dev)
 				     .index = VFIO_PCI_MSIX_IRQ_INDEX,
 				     .count = 1};
 	memcpy(set->data, &fd, sizeof(fd));
-	if (fd < 0 || ioctl(dev, VFIO_DEVICE_SET_IRQS, set) < 0) {
+	if (fd < 0 || real.ioctl(dev, VFIO_DEVICE_SET_IRQS, set) < 0) {
 		if (fd >= 0)
 			real.close(fd);
 		return -1;

@@ -190,6 +190,12 @@ void poller_busy(void)
 	pthread_mutex_unlock(&ivs.lock);
 }
 
+void poller_forget(int fd)
+{
+	if (p.irq)
+		real.epoll_ctl(p.fd, EPOLL_CTL_DEL, fd, NULL);
+}
+
 void poller_atfork_child(void)
 {
 	/* The timer is the parent's: reading it would take the parent's looks.

@@ -11,7 +11,8 @@
 #              runtime directory, both peers of the server: a reader sleeping in recv() is woken
 #              by interrupts (the counters say so), an idle one costs a few wake-ups a second
 #              (its context switches say so), a polling peer talks to a doorbell peer, and peer
-#              IDs a hostile peer wrote into the region cost nothing but speed (needs root)
+#              IDs a hostile peer wrote into the region cost nothing but speed, and the peers go
+#              on when the server stops (needs root)
 # Prints PASS, FAIL or SKIP per check, then `N passed, N failed, N skipped`.
 set -uo pipefail
 
@@ -47,8 +48,9 @@ serve() {
     shift 2
     "$usmc" region serve "$sock" "$region" "$@" 2>"$work/$name.log" &
     pids+=($!)
+    # Its first line says it listens (a stale socket may be there before).
     for _ in $(seq 100); do
-        [ -S "$sock" ] && return 0
+        grep -q " on $sock," "$work/$name.log" && return 0
         sleep 0.05
     done
     return 1
@@ -115,7 +117,8 @@ else
 fi
 
 # ---- host processes in two network namespaces, peers of one server
-host_checks=(host_accelerated host_reader_woken host_idle_quiet host_mixed host_hostile_ids)
+host_checks=(host_accelerated host_reader_woken host_idle_quiet host_mixed host_hostile_ids
+    host_server_gone)
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v python3 >/dev/null ||
     ! ip netns add "usmcdb$$s" 2>/dev/null; then
     for c in "${host_checks[@]}"; do skip "$c" "network namespaces need root, ip and python3"; done
@@ -131,6 +134,7 @@ else
     ip -n "${ns}c" addr add 10.79.0.2/24 dev eth0
     ip -n "${ns}c" link set eth0 up
     serve host "$work/h"
+    host_server=${pids[-1]}
     rd_s=$work/rd-s rd_c=$work/rd-c rd_p=$work/rd-p
     mkdir -m 700 "$rd_s" "$rd_c" "$rd_p"
     bell=ivshmem:unix:$work/h
@@ -191,6 +195,16 @@ PY
     wait "$talker"
     check host_hostile_ids '[ $? -eq 0 ] && grep -q ok "$work/hostile.out" && kill -0 "$reader"' \
         "$work/hostile.out"
+
+    # The server stops while two peers talk: they hold each other's eventfds, and go on.
+    under "${ns}c" "$rd_c" "$bell" python3 "$here/echo.py" talk 10.79.0.1 7000 5 0.3 \
+        >"$work/gone.out" 2>&1 &
+    talker=$!
+    sleep 0.6
+    kill -TERM "$host_server"
+    wait "$talker"
+    check host_server_gone '[ $? -eq 0 ] && grep -q ok "$work/gone.out" && kill -0 "$reader"' \
+        "$work/gone.out"
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -282,7 +282,7 @@ EOF
     else
         echo "no tap device here: the host process's connection was not tried"
     fi
-    echo "doorbells by MSI-X through vfio-pci: region_doorbell (ivshmem-plain here)"
+    echo "these guests poll (ivshmem-plain); region_doorbell has them interrupt each other"
     await b "^holding" 300 || return 1
     local ended
     ended=$(grep -c "connection ended" "$out/a.log")

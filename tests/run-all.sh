@@ -42,6 +42,8 @@ done
 # The conformance suite again, its connections through a region (the ivshmem device) rather
 # than the local device: the same results as plain TCP.
 run_suite conformance-ivshmem USMC_CONFORMANCE_DEVICE=ivshmem bash tests/conformance/run.sh
+# And with the region handed out by `usmc region serve`, the peers interrupting each other.
+run_suite conformance-doorbell USMC_CONFORMANCE_DEVICE=doorbell bash tests/conformance/run.sh
 # Again against the sanitizer builds (make SAN=asan, SAN=tsan) where they exist. Under ASan/UBSan,
 # every suite that runs the library (bench: its smoke run) but install, which packages the plain
 # build (policy and nvme cover the linked library). Under TSan, the conformance, ERM and fault

@@ -63,6 +63,8 @@ if [ -d build-tsan ]; then
     done
     run_suite conformance-ivshmem-tsan USMC_BUILD=build-tsan USMC_CONFORMANCE_DEVICE=ivshmem \
         bash tests/conformance/run.sh
+    run_suite conformance-doorbell-tsan USMC_BUILD=build-tsan USMC_CONFORMANCE_DEVICE=doorbell \
+        bash tests/conformance/run.sh
 fi
 
 printf '\n%s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"

@@ -28,7 +28,9 @@ struct ivs_chan {
 	uint32_t idx;            /* in the channel table */
 	uint64_t word;           /* the entry's word when we opened or took it */
 	int server;              /* we are its server end */
-	uint64_t peer;           /* the other end's key (0: a client's, not taken yet) */
+	/* The other end's key (0: a client's, not taken yet); read without
+	 * ivs.lock by who rings it. */
+	_Atomic uint64_t peer;
 	uint64_t self;           /* our end's key */
 	struct chan_end end;     /* our cursors */
 	pthread_mutex_t lock;    /* senders and receivers in several threads */

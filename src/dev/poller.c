@@ -33,7 +33,9 @@ static struct {
 	int fd;                       /* what sleeps watch: the timer, or the epoll set */
 	int timer;
 	int irq;                      /* interrupts are in the set */
-	int slow;                     /* every peer rings us: the timer is for our lease */
+	/* Every peer rings us: the timer is for our lease. Written under ivs.lock,
+	 * read by waits without it. */
+	_Atomic int slow;
 	uint64_t interval_ns;
 	_Atomic uint64_t due_ns;      /* when it fires next */
 	_Atomic uint64_t looked_ns;   /* when a tick last ran */
@@ -45,7 +47,9 @@ static uint64_t bound_ns(void)
 {
 	uint64_t max = (uint64_t)cfg.poll_max_us * 1000ull, lease = ivs.r.h.lease_ms * 1000000ull;
 
-	return p.slow && lease / 10 > max ? lease / 10 : max;
+	int slow = atomic_load_explicit(&p.slow, memory_order_relaxed);
+
+	return slow && lease / 10 > max ? lease / 10 : max;
 }
 
 /* Arms the timer to fire ns from now. Under ivs.lock. */
@@ -112,8 +116,9 @@ static void look(uint64_t now)
 	atomic_store(&p.looked_ns, now);
 	ivs_keep(now);
 	int rung = ivs_bells_relay(&polled);
-	p.slow = p.irq && !polled && ivs_doorbell_covers();
-	if (p.slow)
+	atomic_store_explicit(&p.slow, p.irq && !polled && ivs_doorbell_covers(),
+			      memory_order_relaxed);
+	if (atomic_load_explicit(&p.slow, memory_order_relaxed))
 		p.interval_ns = bound_ns();
 	else
 		p.interval_ns = rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;
@@ -156,7 +161,7 @@ void poller_soon(uint64_t began)
 	 * rings: it looks when a look is overdue. Where interrupts cover every
 	 * peer, that is all: the answer rings. */
 	int overdue = since > bound_ns();
-	if (p.slow && !overdue)
+	if (atomic_load_explicit(&p.slow, memory_order_relaxed) && !overdue)
 		return;
 	if (!overdue && atomic_load_explicit(&p.due_ns, memory_order_relaxed) <= now + min)
 		return;

@@ -55,10 +55,9 @@ static struct {
 /* Our own vector 0, or -1. Under db.lock. */
 static int own_fd(void)
 {
-	const struct ivsp_peer *p = ivsp_client_peer(&db.cl, db.cl.self);
-
 	if (db.guest_self >= 0)
 		return db.guest_irq;
+	const struct ivsp_peer *p = ivsp_client_peer(&db.cl, db.cl.self);
 	return p && p->nfd ? p->fd[0] : -1;
 }
 

@@ -147,7 +147,7 @@ int ivsp_client_take(struct ivsp_client *c, int64_t v, int fd, const char **why)
 	switch (c->stage) {
 	case IVSP_WANT_VERSION:
 		if (v != IVSP_VERSION || fd >= 0)
-			bad = "not a protocol version 0 server";
+			bad = "a protocol version other than 0";
 		break;
 	case IVSP_WANT_ID:
 		if (v < 0 || v > IVSP_ID_MAX || fd >= 0)
@@ -157,17 +157,20 @@ int ivsp_client_take(struct ivsp_client *c, int64_t v, int fd, const char **why)
 		break;
 	case IVSP_WANT_MEMORY:
 		if (v != -1 || fd < 0)
-			bad = "no shared memory after the peer ID";
-		else
-			c->memory = fd, fd = -1;
+			bad = "something else than the shared memory after the peer ID";
+		else {
+			c->memory = fd;
+			fd = -1;
+		}
 		break;
 	case IVSP_READY:
 		if (v < 0 || v > IVSP_ID_MAX)
 			bad = "a peer ID out of range";
-		else if (fd >= 0)
-			add_vector(c, v, fd), fd = -1;
-		else if (v == c->self)
-			bad = "told that we left";
+		else if (fd >= 0) {
+			add_vector(c, v, fd);
+			fd = -1;
+		} else if (v == c->self)
+			bad = "word that we left";
 		else if (find(c, v))
 			forget(c, find(c, v));
 		break;

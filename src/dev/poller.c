@@ -46,7 +46,6 @@ static struct {
 static uint64_t bound_ns(void)
 {
 	uint64_t max = (uint64_t)cfg.poll_max_us * 1000ull, lease = ivs.r.h.lease_ms * 1000000ull;
-
 	int slow = atomic_load_explicit(&p.slow, memory_order_relaxed);
 
 	return slow && lease / 10 > max ? lease / 10 : max;
@@ -110,15 +109,14 @@ int poller_fd_if_used(void)
 static void look(uint64_t now)
 {
 	uint64_t min = (uint64_t)cfg.poll_us * 1000ull, max = (uint64_t)cfg.poll_max_us * 1000ull;
-
 	int polled;
 
 	atomic_store(&p.looked_ns, now);
 	ivs_keep(now);
 	int rung = ivs_bells_relay(&polled);
-	atomic_store_explicit(&p.slow, p.irq && !polled && ivs_doorbell_covers(),
-			      memory_order_relaxed);
-	if (atomic_load_explicit(&p.slow, memory_order_relaxed))
+	int slow = p.irq && !polled && ivs_doorbell_covers();
+	atomic_store_explicit(&p.slow, slow, memory_order_relaxed);
+	if (slow)
 		p.interval_ns = bound_ns();
 	else
 		p.interval_ns = rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;

@@ -32,7 +32,7 @@ CORE := $(wildcard src/core/*.c) $(wildcard src/dev/*.c) $(wildcard src/util/*.c
 LIBSRC := $(CORE) $(wildcard src/erm/*.c) $(wildcard src/interpose/*.c)
 TOOLSRC := $(filter-out src/tools/nvme%,$(wildcard src/tools/*.c)) \
 	$(addprefix src/core/,addr.c config.c decline.c policy.c procfile.c regentry.c stats.c sys.c) \
-	$(addprefix src/dev/,chan.c heap.c listeners.c region.c regionfile.c slots.c)
+	$(addprefix src/dev/,chan.c heap.c ivs_proto.c listeners.c region.c regionfile.c slots.c)
 NVMESRC := $(wildcard src/tools/nvme*.c) $(wildcard src/nvme/*.c) src/util/crc32c.c
 ISAL := $(shell printf '\043include <isa-l/crc.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
 NVME_CFLAGS := $(if $(ISAL),-DUSMC_ISAL)

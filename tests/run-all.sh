@@ -34,7 +34,7 @@ run_suite() {
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 }
 
-for suite in unit conformance erm faults apps tools fuzz bench install policy nvme vm; do
+for suite in unit conformance erm faults apps tools fuzz bench install policy nvme vm doorbell; do
     if [ -e "tests/$suite/run.sh" ]; then
         run_suite "$suite" bash "tests/$suite/run.sh"
     fi
@@ -42,6 +42,8 @@ done
 # The conformance suite again, its connections through a region (the ivshmem device) rather
 # than the local device: the same results as plain TCP.
 run_suite conformance-ivshmem USMC_CONFORMANCE_DEVICE=ivshmem bash tests/conformance/run.sh
+# And with the region handed out by `usmc region serve`, the peers interrupting each other.
+run_suite conformance-doorbell USMC_CONFORMANCE_DEVICE=doorbell bash tests/conformance/run.sh
 # Again against the sanitizer builds (make SAN=asan, SAN=tsan) where they exist. Under ASan/UBSan,
 # every suite that runs the library (bench: its smoke run) but install, which packages the plain
 # build (policy and nvme cover the linked library). Under TSan, the conformance, ERM and fault
@@ -49,7 +51,7 @@ run_suite conformance-ivshmem USMC_CONFORMANCE_DEVICE=ivshmem bash tests/conform
 # the library: TSan's start-up would call into the library's wrappers before it can take their
 # calls.
 if [ -d build-asan ]; then
-    for suite in conformance erm faults apps tools policy nvme bench; do
+    for suite in conformance erm faults apps tools policy nvme bench doorbell; do
         if [ -e "tests/$suite/run.sh" ]; then
             run_suite "$suite-asan" USMC_BUILD=build-asan bash "tests/$suite/run.sh"
         fi
@@ -60,6 +62,8 @@ if [ -d build-tsan ]; then
         run_suite "$suite-tsan" USMC_BUILD=build-tsan bash "tests/$suite/run.sh"
     done
     run_suite conformance-ivshmem-tsan USMC_BUILD=build-tsan USMC_CONFORMANCE_DEVICE=ivshmem \
+        bash tests/conformance/run.sh
+    run_suite conformance-doorbell-tsan USMC_BUILD=build-tsan USMC_CONFORMANCE_DEVICE=doorbell \
         bash tests/conformance/run.sh
 fi
 

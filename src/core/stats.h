@@ -87,11 +87,15 @@ enum stat_id {
 	STAT_SIDE = STAT_DDP + DDP_STATS, /* SIDE_STATS counters per side, client first */
 	/* Ends accelerated, per device (enum dev_kind: lo, ivshmem). */
 	STAT_DEV_ACCEL = STAT_SIDE + SIDE_MAX * SIDE_STATS,
-	STAT_MAX = STAT_DEV_ACCEL + STAT_DEVICES
+	/* Interrupts of the ivshmem device (ivs_doorbell.c): written to a peer's
+	 * vector, and heard on ours. */
+	STAT_IVS_IRQ_SENT = STAT_DEV_ACCEL + STAT_DEVICES,
+	STAT_IVS_IRQ_RECV,
+	STAT_MAX
 };
 
 #define STATS_MAGIC 0x5354534355534d43ull
-#define STATS_VERSION 11u
+#define STATS_VERSION 12u
 
 struct stats_file {
 	uint64_t magic;

@@ -78,16 +78,20 @@ ssize_t chan_recv(struct chan_end *e, enum chan_dir d, void *msg, size_t len)
 	return n;
 }
 
-void chan_bell_push(struct chan_mem *m, enum chan_dir d, uint32_t page)
+int chan_bell_push(struct chan_mem *m, enum chan_dir d, uint32_t page)
 {
+	/* Sequentially consistent with the consumer's store of its head and load
+	 * of the tail (chan_bell_pending): either we see the queue empty, or it
+	 * sees our ring. */
 	uint64_t t = atomic_fetch_add(&m->bell_tail[d].v, 1);
-	uint64_t h = atomic_load_explicit(&m->bell_head[d].v, memory_order_acquire);
+	uint64_t h = atomic_load(&m->bell_head[d].v);
 
 	if (t - h >= CHAN_BELLS) {
 		atomic_store_explicit(&m->bell_overflow[d].v, 1, memory_order_release);
-		return;
+		return 0;
 	}
 	atomic_store_explicit(&m->bells[d][t % CHAN_BELLS], page + 1, memory_order_release);
+	return t == h;
 }
 
 int chan_bell_pop(struct chan_end *e, enum chan_dir d, void (*rang)(void *, uint32_t), void *arg)
@@ -104,7 +108,7 @@ int chan_bell_pop(struct chan_end *e, enum chan_dir d, void (*rang)(void *, uint
 		for (uint32_t i = 0; i < CHAN_BELLS; i++)
 			atomic_store_explicit(&m->bells[d][i], 0, memory_order_relaxed);
 		e->bell_pos = t;
-		atomic_store_explicit(&m->bell_head[d].v, t, memory_order_release);
+		atomic_store(&m->bell_head[d].v, t);
 		rang(arg, 0);
 		return 1;
 	}
@@ -118,6 +122,11 @@ int chan_bell_pop(struct chan_end *e, enum chan_dir d, void (*rang)(void *, uint
 		e->bell_pos++;
 		taken++;
 	}
-	atomic_store_explicit(&m->bell_head[d].v, e->bell_pos, memory_order_release);
+	atomic_store(&m->bell_head[d].v, e->bell_pos);
 	return taken;
+}
+
+int chan_bell_pending(const struct chan_end *e, enum chan_dir d)
+{
+	return atomic_load(&e->m->bell_tail[d].v) != e->bell_pos;
 }

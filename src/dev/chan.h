@@ -115,8 +115,13 @@ int chan_pending(const struct chan_end *e, enum chan_dir d);
 /* Doorbells: a ring names the page of the connection's segment in the region.
  * chan_bell_push never fails: a full queue overflows. chan_bell_pop calls
  * rang(arg, page) for each queued, or rang(arg, 0) once after an overflow (every
- * connection may have rung); returns how many it took. */
-void chan_bell_push(struct chan_mem *m, enum chan_dir d, uint32_t page);
+ * connection may have rung); returns how many it took. chan_bell_push returns
+ * whether the queue was empty: the consumer, if it sleeps, wants an interrupt
+ * (ivs_doorbell.c); otherwise it will look anyway. chan_bell_pending, after a
+ * pop: whether rings came that the pop did not take, and whose producers saw
+ * the queue not empty, so rang nobody. */
+int chan_bell_push(struct chan_mem *m, enum chan_dir d, uint32_t page);
 int chan_bell_pop(struct chan_end *e, enum chan_dir d, void (*rang)(void *, uint32_t), void *arg);
+int chan_bell_pending(const struct chan_end *e, enum chan_dir d);
 
 #endif

@@ -28,7 +28,9 @@ struct ivs_chan {
 	uint32_t idx;            /* in the channel table */
 	uint64_t word;           /* the entry's word when we opened or took it */
 	int server;              /* we are its server end */
-	uint64_t peer;           /* the other end's key (0: a client's, not taken yet) */
+	/* The other end's key (0: a client's, not taken yet); read without
+	 * ivs.lock by who rings it. */
+	_Atomic uint64_t peer;
 	uint64_t self;           /* our end's key */
 	struct chan_end end;     /* our cursors */
 	pthread_mutex_t lock;    /* senders and receivers in several threads */
@@ -116,8 +118,10 @@ void ivs_bells_route(const struct seg_loc *loc, int fd, _Atomic int *lost);
 void ivs_bells_unroute(const struct seg_loc *loc, int fd);
 /* Relays what the peers rang on our channels, looks at the connections we do
  * not drain the channels of, and tells those whose peer is gone. Returns how
- * many bells it rang. Under ivs.lock. */
-int ivs_bells_relay(void);
+ * many bells it rang; *polled says whether something can only be seen by
+ * looking again (rings queued but not written yet, connections looked at by
+ * their stamps). Under ivs.lock. */
+int ivs_bells_relay(int *polled);
 /* The peer of channel handle h is gone: its connections are lost. */
 void ivs_bells_lose(int h);
 /* In a forked child, after ivs_chan_atfork_child(): every route is looked at by
@@ -139,6 +143,35 @@ void poller_busy(void);
 /* The tick: whoever finds poller_fd() readable. */
 void poller_tick(void);
 void poller_atfork_child(void);
+/* fd leaves what sleeps watch (it is about to be closed). Under ivs.lock. */
+void poller_forget(int fd);
+
+/* Interrupts, where an ivshmem server hands them out (ivs_doorbell.c).
+ * USMC_DEVICE=ivshmem:unix:SOCKET names the server's socket (region_server). */
+/* Joins the server at path: the region's descriptor, or -1 with why. */
+int ivs_doorbell_connect(const char *path, char *why, size_t len);
+/* Writes our peer ID into our slot (just claimed). Under ivs.lock. */
+void ivs_doorbell_publish(void);
+/* Interrupts the slot key names, if it takes interrupts from us. */
+void ivs_doorbell_ring(uint64_t key);
+/* What a sleep watches for interrupts: our vector and the server's socket.
+ * Returns whether this process hears interrupts at all. */
+int ivs_doorbell_fds(int fds[2]);
+/* Takes what those said; returns whether a peer rang or left. */
+int ivs_doorbell_heard(void);
+/* Whether every live peer of the region rings us: our sleeps need not poll.
+ * Under ivs.lock. */
+int ivs_doorbell_covers(void);
+void ivs_doorbell_atfork_child(void);
+/* In a guest: interrupts through the ivshmem device bound to vfio-pci
+ * (ivs_vfio.c), our peer ID self, irq its vector 0's eventfd (-1: none). */
+void ivs_doorbell_guest(int64_t self, int irq);
+/* The region through vfio-pci: 0 with m mapped and interrupts set up where the
+ * device has them, 1 when spec does not name a device bound to vfio-pci, -1
+ * with why. */
+int ivs_vfio_open(const char *spec, struct region_map *m, char *why, size_t len);
+/* Rings peer's vector 0 through the device's doorbell register. */
+void ivs_vfio_ring(uint32_t peer);
 
 /* The registry of listeners in the region (ivs_registry.c). */
 int ivs_reg_add(const struct sockaddr *bound, int v6only, const char *ctl_name);

@@ -16,6 +16,20 @@
 
 struct ivs ivs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The region USMC_DEVICE names: from an ivshmem server, or a file or device. */
+static int region_map(char *why, size_t len)
+{
+	const char *server = region_server(cfg.region);
+
+	ivs.map = (struct region_map){.fd = -1};
+	if (!server) {
+		int e = ivs_vfio_open(cfg.region, &ivs.map, why, len);
+		return e <= 0 ? e : region_map_open(&ivs.map, cfg.region, 0, why, len);
+	}
+	int fd = ivs_doorbell_connect(server, why, len);
+	return fd < 0 ? -1 : region_map_fd(&ivs.map, fd, cfg.region, 0, why, len);
+}
+
 int ivs_ready(void)
 {
 	char why[1024];
@@ -24,13 +38,15 @@ int ivs_ready(void)
 	if (ivs.attached || ivs.tried)
 		return ivs.attached ? 0 : -1;
 	ivs.tried = 1;
-	if (region_map_open(&ivs.map, cfg.region, 0, why, sizeof(why)) < 0 ||
+	if (region_map(why, sizeof(why)) < 0 ||
 	    region_open(&ivs.r, &ivs.map, REGION_LEASE_DEFAULT_MS, why, sizeof(why)) < 0) {
 		region_map_close(&ivs.map);
 		fprintf(stderr, "usmc: ivshmem: %s; the region is not used\n", why);
 		return -1;
 	}
 	slot_self_init(&ivs.me);
+	ivs.me.mapping = ivs.map.vfio ? SLOT_MAP_VFIO : *ivs.map.pci ? SLOT_MAP_SYSFS : SLOT_MAP_FILE;
+	ivs.me.mapping_cached = (uint8_t)ivs.map.cached;
 	ivs.netns = stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
 	ivs.attached = 1;
 	return 0;
@@ -38,8 +54,10 @@ int ivs_ready(void)
 
 uint64_t ivs_self(void)
 {
-	if (!ivs.key && ivs.attached)
+	if (!ivs.key && ivs.attached) {
 		ivs.key = slot_claim(&ivs.r, &ivs.me);
+		ivs_doorbell_publish();
+	}
 	return ivs.key;
 }
 

@@ -140,10 +140,11 @@ void ivs_bells_lose(int h)
 			}
 }
 
-int ivs_bells_relay(void)
+int ivs_bells_relay(int *polled)
 {
 	int n = ivs_chan_count(), rung = 0;
 
+	*polled = nstamped > 0;
 	for (int h = 0; h < n; h++) {
 		struct ivs_chan *c = ivs_chan_get(h);
 		if (!c || !c->drained || c->closed || c->lost)
@@ -155,6 +156,7 @@ int ivs_bells_relay(void)
 		}
 		struct relay x = {h, 0};
 		chan_bell_pop(&c->end, c->server ? CHAN_UP : CHAN_DOWN, relay_one, &x);
+		*polled |= chan_bell_pending(&c->end, c->server ? CHAN_UP : CHAN_DOWN);
 		rung += x.rung;
 	}
 	/* The connections whose channel we do not drain: by their stamps. */

@@ -106,6 +106,7 @@ int ivs_chan_open(uint64_t endpoint)
 	/* The endpoint looks through the table once its count moved. */
 	atomic_fetch_add_explicit(&slot_at(&ivs.r, slot_of_key(endpoint))->chan_seq, 1,
 				  memory_order_release);
+	ivs_doorbell_ring(endpoint);
 	return h;
 }
 
@@ -253,16 +254,19 @@ void ivs_chan_close(struct ivs_chan *c)
 	c->closed = 1;
 	if (!c->drained || c->shared || !ivs.attached)
 		return;
+	/* The peer, asleep, sees the hang-up now. */
 	if (c->server) {
 		uint64_t self = c->self;
 		/* Let go: the client frees what we no longer write to, and nobody
 		 * takes the channel again (chan.h). */
 		if (same(c))
 			atomic_compare_exchange_strong(&e->server, &self, CHAN_LET_GO);
+		ivs_doorbell_ring(c->peer);
 		return;
 	}
 	uint64_t w = c->word;
 	atomic_compare_exchange_strong(&e->word, &w, (w & ~0xffull) | CHAN_CLIENT_GONE);
+	ivs_doorbell_ring(c->peer);
 	if (!release_client(c) && nclosing < (int)(sizeof(closing) / sizeof(closing[0])))
 		closing[nclosing++] = c;
 }

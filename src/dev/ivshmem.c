@@ -114,8 +114,9 @@ static void iv_doorbell_ring(const struct seg_loc *loc, int fd)
 
 	(void)fd;
 	/* Its rings may be broken, not its memory: the queue is a fixed array. */
-	if (c && !c->freed)
-		chan_bell_push(c->end.m, c->server ? CHAN_DOWN : CHAN_UP, ivs_seg_page(loc));
+	if (c && !c->freed &&
+	    chan_bell_push(c->end.m, c->server ? CHAN_DOWN : CHAN_UP, ivs_seg_page(loc)))
+		ivs_doorbell_ring(c->peer);
 	poller_busy();
 }
 
@@ -170,6 +171,8 @@ static ssize_t iv_ctl_send(int ctl, const void *msg, size_t len, const int *fds,
 		c->dead = 1;
 		e = -EPIPE;
 	}
+	if (!e)
+		ivs_doorbell_ring(c->peer);
 	poller_busy();
 	return e < 0 ? e : (ssize_t)len;
 }
@@ -389,6 +392,7 @@ static void iv_atfork_child(void)
 		slot_add_pid(&ivs.r, ivs.key, ivs.me.pid);
 	ivs_chan_atfork_child();
 	ivs_bells_atfork_child();
+	ivs_doorbell_atfork_child();
 	poller_atfork_child();
 }
 

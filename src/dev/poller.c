@@ -10,7 +10,16 @@
  * up to USMC_POLL_MAX_US. A sleeping connection is woken within that bound, and
  * an idle process costs one wake-up per bound, however many connections it has
  * (a look reads one queue per link group, never every connection). Busy-polling
- * before a sleep (USMC_BUSY_POLL_US) is what keeps a busy connection fast. */
+ * before a sleep (USMC_BUSY_POLL_US) is what keeps a busy connection fast.
+ *
+ * Where peers interrupt us (ivs_doorbell.c), what sleeps watch is an epoll set
+ * of the timer, our vector and the server's socket: an interrupt is a look at
+ * once. While every live peer of the region can ring us, and nothing waits to
+ * be seen by looking again, the timer fires only a tenth of a lease apart (the
+ * lease itself is the keeper thread's, ivs_attach.c), for what a lost interrupt
+ * would leave unseen: an idle process wakes a few times a second. A peer that cannot ring
+ * (one that polls, a guest with ivshmem-plain) puts the timer back to its
+ * usual rates. */
 #include "ivs.h"
 
 #include <errno.h>
@@ -22,11 +31,26 @@
 #include "../core/sys.h"
 
 static struct {
-	int fd;
+	int fd;                       /* what sleeps watch: the timer, or the epoll set */
+	int timer;
+	int irq;                      /* interrupts are in the set */
+	/* Every peer rings us: the timer only backs the interrupts up. Written
+	 * under ivs.lock, read by waits without it. */
+	_Atomic int slow;
 	uint64_t interval_ns;
 	_Atomic uint64_t due_ns;      /* when it fires next */
 	_Atomic uint64_t looked_ns;   /* when a tick last ran */
-} p = {.fd = -1};
+} p = {.fd = -1, .timer = -1};
+
+/* The longest the timer waits: up to USMC_POLL_MAX_US while polling, a tenth of
+ * the lease while interrupts cover every peer. */
+static uint64_t bound_ns(void)
+{
+	uint64_t max = (uint64_t)cfg.poll_max_us * 1000ull, lease = ivs.r.h.lease_ms * 1000000ull;
+	int slow = atomic_load_explicit(&p.slow, memory_order_relaxed);
+
+	return slow && lease / 10 > max ? lease / 10 : max;
+}
 
 /* Arms the timer to fire ns from now, and every ns after that: a look that
  * keeps the interval (an idle process's, at the bound) need not arm it again.
@@ -37,7 +61,29 @@ static void arm(uint64_t ns)
 	struct itimerspec its = {.it_interval = t, .it_value = t};
 
 	atomic_store(&p.due_ns, sys_now_ns() + ns);
-	timerfd_settime(p.fd, 0, &its, NULL);
+	timerfd_settime(p.timer, 0, &its, NULL);
+}
+
+/* The epoll set of the timer and what interrupts us, as p.fd; 0 without
+ * interrupts (the timer alone is p.fd). */
+static int with_interrupts(void)
+{
+	int fds[3] = {p.timer, -1, -1};
+
+	if (!ivs_doorbell_fds(fds + 1))
+		return 0;
+	int ep = real.epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; i < 3 && ep >= 0; i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+		if (fds[i] >= 0 && real.epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
+			real.close(ep);
+			ep = -1;
+		}
+	}
+	if (ep < 0)
+		return 0;
+	p.fd = sys_fd_high(ep);
+	return 1;
 }
 
 int poller_fd(void)
@@ -48,7 +94,8 @@ int poller_fd(void)
 	if (p.fd < 0) {
 		int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 		if (fd >= 0) {
-			p.fd = sys_fd_high(fd);
+			p.fd = p.timer = sys_fd_high(fd);
+			p.irq = with_interrupts();
 			p.interval_ns = (uint64_t)cfg.poll_us * 1000ull;
 			arm(p.interval_ns);
 			ivs_keeper_start();
@@ -67,11 +114,14 @@ int poller_fd_if_used(void)
 static void look(uint64_t now)
 {
 	uint64_t min = (uint64_t)cfg.poll_us * 1000ull, max = (uint64_t)cfg.poll_max_us * 1000ull;
+	int polled;
 
 	atomic_store(&p.looked_ns, now);
 	ivs_keep(now);
-	int rung = ivs_bells_relay();
-	uint64_t next = rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;
+	int rung = ivs_bells_relay(&polled);
+	int slow = p.irq && !polled && ivs_doorbell_covers();
+	atomic_store_explicit(&p.slow, slow, memory_order_relaxed);
+	uint64_t next = slow ? bound_ns() : rung ? min : p.interval_ns * 2 > max ? max : p.interval_ns * 2;
 	if (next != p.interval_ns) {
 		p.interval_ns = next;
 		arm(next);
@@ -87,8 +137,11 @@ void poller_tick(void)
 	if (p.fd < 0)
 		return;
 	pthread_mutex_lock(&ivs.lock);
-	/* Another thread that woke with us may have looked already. */
-	if (real.read(p.fd, &n, sizeof(n)) == (ssize_t)sizeof(n) ||
+	/* Another thread that woke with us may have looked already. An
+	 * interrupt is read before the look, so that one coming during it
+	 * wakes us again. */
+	int heard = p.irq && ivs_doorbell_heard();
+	if (real.read(p.timer, &n, sizeof(n)) == (ssize_t)sizeof(n) || heard ||
 	    sys_now_ns() >= atomic_load(&p.due_ns))
 		look(sys_now_ns());
 	pthread_mutex_unlock(&ivs.lock);
@@ -110,8 +163,11 @@ void poller_soon(uint64_t began)
 	if (p.fd < 0 || since <= min)
 		return;
 	/* A process busy enough never to sleep still renews its lease and relays
-	 * rings: it looks when a look is overdue. */
-	int overdue = since > (uint64_t)cfg.poll_max_us * 1000ull;
+	 * rings: it looks when a look is overdue. Where interrupts cover every
+	 * peer, that is all: the answer rings. */
+	int overdue = since > bound_ns();
+	if (atomic_load_explicit(&p.slow, memory_order_relaxed) && !overdue)
+		return;
 	if (!overdue && atomic_load_explicit(&p.due_ns, memory_order_relaxed) <= now + min)
 		return;
 	pthread_mutex_lock(&ivs.lock);
@@ -131,7 +187,7 @@ void poller_soon(uint64_t began)
  * device looks when a look is overdue instead. */
 void poller_busy(void)
 {
-	uint64_t now, max = (uint64_t)cfg.poll_max_us * 1000ull;
+	uint64_t now, max = bound_ns();
 
 	if (p.fd < 0)
 		return;
@@ -144,6 +200,12 @@ void poller_busy(void)
 	pthread_mutex_unlock(&ivs.lock);
 }
 
+void poller_forget(int fd)
+{
+	if (p.irq)
+		real.epoll_ctl(p.fd, EPOLL_CTL_DEL, fd, NULL);
+}
+
 void poller_atfork_child(void)
 {
 	/* The timer is the parent's: reading it would take the parent's looks.
@@ -151,10 +213,13 @@ void poller_atfork_child(void)
 	 * the parent's copy goes so that its number is another: epoll sets made
 	 * before the fork, which hold the parent's, tell by the number that they
 	 * must watch the child's too. */
-	int parents = p.fd;
+	int parents = p.fd, timer = p.timer;
 	if (parents < 0)
 		return;
-	p.fd = -1;
+	p.fd = p.timer = -1;
+	p.slow = 0;
 	poller_fd();
 	real.close(parents);
+	if (timer != parents)
+		real.close(timer);
 }

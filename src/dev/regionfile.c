@@ -55,7 +55,7 @@ static int find_device(char *out, size_t len)
 /* What a load of one line costs in m: every line of the first 256 KiB (or what
  * there is) read twice, the second pass timed, so that a cached mapping is
  * measured with its lines in the cache. */
-static void measure(struct region_map *m)
+void region_map_measure(struct region_map *m)
 {
 	uint64_t bytes = m->size < (256u << 10) ? m->size : (256u << 10), lines = bytes / 64;
 	volatile const unsigned char *p = m->base;
@@ -75,42 +75,11 @@ static void measure(struct region_map *m)
 	m->cached = m->load_ns < 20;
 }
 
-int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len)
+/* Maps m->fd, which m->path names; closes it on failure. */
+static int map_opened(struct region_map *m, int ro, char *why, size_t len)
 {
 	struct stat st;
-	char dir[400] = "";
 
-	memset(m, 0, sizeof(*m));
-	m->fd = -1;
-	if (!spec || !*spec) {
-		if (find_device(dir, sizeof(dir)) < 0) {
-			snprintf(why, len,
-				 "no ivshmem device (PCI %04x:%04x) in " PCI_DEVICES
-				 ", and no region named",
-				 IVSHMEM_VENDOR, IVSHMEM_DEVICE);
-			return -1;
-		}
-	} else if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (!is_ivshmem(spec)) {
-			snprintf(why, len, "%s is not an ivshmem PCI device (%04x:%04x)", spec,
-				 IVSHMEM_VENDOR, IVSHMEM_DEVICE);
-			return -1;
-		}
-		snprintf(dir, sizeof(dir), "%s", spec);
-	}
-	if (*dir) {
-		snprintf(m->pci, sizeof(m->pci), "%s", dir);
-		snprintf(m->path, sizeof(m->path), "%s/resource2", dir);
-	} else {
-		snprintf(m->path, sizeof(m->path), "%s", spec);
-	}
-	m->fd = real.open(m->path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (m->fd < 0) {
-		int e = errno;
-		snprintf(why, len, "%s: %s%s", m->path, strerror(e),
-			 e == EACCES && *m->pci ? " (a PCI resource file is root's)" : "");
-		return -1;
-	}
 	if (fstat(m->fd, &st) < 0 || st.st_size < (off_t)REGION_PAGE) {
 		snprintf(why, len, "%s: %s", m->path,
 			 st.st_size < (off_t)REGION_PAGE ? "too small to hold a region" : strerror(errno));
@@ -126,8 +95,64 @@ int region_map_open(struct region_map *m, const char *spec, int ro, char *why, s
 	}
 	m->base = p;
 	m->fd = sys_fd_high(m->fd);
-	measure(m);
+	region_map_measure(m);
 	return 0;
+}
+
+int region_pci_dir(const char *spec, char *dir, size_t dlen, char *why, size_t len)
+{
+	struct stat st;
+
+	*dir = 0;
+	if (!spec || !*spec) {
+		if (find_device(dir, dlen) < 0) {
+			snprintf(why, len,
+				 "no ivshmem device (PCI %04x:%04x) in " PCI_DEVICES
+				 ", and no region named",
+				 IVSHMEM_VENDOR, IVSHMEM_DEVICE);
+			return -1;
+		}
+	} else if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (!is_ivshmem(spec)) {
+			snprintf(why, len, "%s is not an ivshmem PCI device (%04x:%04x)", spec,
+				 IVSHMEM_VENDOR, IVSHMEM_DEVICE);
+			return -1;
+		}
+		snprintf(dir, dlen, "%s", spec);
+	}
+	return *dir ? 1 : 0;
+}
+
+int region_map_open(struct region_map *m, const char *spec, int ro, char *why, size_t len)
+{
+	char dir[400];
+
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	if (region_pci_dir(spec, dir, sizeof(dir), why, len) < 0)
+		return -1;
+	if (*dir) {
+		snprintf(m->pci, sizeof(m->pci), "%s", dir);
+		snprintf(m->path, sizeof(m->path), "%s/resource2", dir);
+	} else {
+		snprintf(m->path, sizeof(m->path), "%s", spec);
+	}
+	m->fd = real.open(m->path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (m->fd < 0) {
+		int e = errno;
+		snprintf(why, len, "%s: %s%s", m->path, strerror(e),
+			 e == EACCES && *m->pci ? " (a PCI resource file is root's)" : "");
+		return -1;
+	}
+	return map_opened(m, ro, why, len);
+}
+
+int region_map_fd(struct region_map *m, int fd, const char *name, int ro, char *why, size_t len)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(m->path, sizeof(m->path), "%s", name);
+	m->fd = fd;
+	return map_opened(m, ro, why, len);
 }
 
 void region_map_close(struct region_map *m)

@@ -12,6 +12,8 @@
 #include "heap.h"
 #include "listeners.h"
 
+const char *const slot_mapping_names[SLOT_MAPPINGS] = {"unknown", "file", "sysfs", "vfio"};
+
 int slot_key_valid(const struct region *r, uint64_t key)
 {
 	return key && (key & 0xff) && (key & 0xff) <= r->h.nslots && slot_gen_of_key(key);
@@ -71,6 +73,8 @@ uint64_t slot_claim(const struct region *r, const struct slot_self *me)
 		for (int k = 0; k < SLOT_PIDS; k++)
 			atomic_store(&s->pids[k], k ? 0 : me->pid);
 		memcpy(s->name, me->name, sizeof(s->name));
+		s->mapping = me->mapping;
+		s->mapping_cached = me->mapping_cached;
 		return slot_key(i, gen);
 	}
 	return 0;

@@ -32,6 +32,12 @@
 
 enum slot_state { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_DEAD = 2 };
 
+/* A file (on the host, or one a server sent), a PCI BAR through sysfs, or
+ * through vfio-pci (ivs_vfio.c). */
+enum slot_mapping { SLOT_MAP_UNKNOWN, SLOT_MAP_FILE, SLOT_MAP_SYSFS, SLOT_MAP_VFIO };
+#define SLOT_MAPPINGS 4
+extern const char *const slot_mapping_names[SLOT_MAPPINGS];
+
 struct region_slot {
 	_Atomic uint64_t word;       /* generation << 8 | enum slot_state */
 	_Atomic uint64_t heartbeat;  /* bumped by its holder as it runs */
@@ -45,7 +51,11 @@ struct region_slot {
 	uint64_t pidns;              /* in this pid namespace */
 	_Atomic int32_t pids[SLOT_PIDS]; /* its processes there (0: none) */
 	char name[64];               /* host and program, for usmc region status */
-	uint8_t reserved[104];
+	/* How it maps the region (enum slot_mapping), and whether its loads hit
+	 * the cache, for usmc region status. */
+	uint8_t mapping;
+	uint8_t mapping_cached;
+	uint8_t reserved[102];
 };
 _Static_assert(sizeof(struct region_slot) == 256, "slot layout");
 
@@ -80,6 +90,7 @@ struct slot_self {
 	uint64_t pidns;
 	pid_t pid;
 	char name[64];
+	uint8_t mapping, mapping_cached;
 };
 void slot_self_init(struct slot_self *me);
 

@@ -35,14 +35,14 @@ static void fail(const char *fmt, ...)
 	exit(1);
 }
 
-static const char *value_of(int argc, char **argv, int *i)
+const char *region_value_of(int argc, char **argv, int *i)
 {
 	if (*i + 1 >= argc)
 		die_usage();
 	return argv[++*i];
 }
 
-static uint64_t number(const char *opt, const char *s, uint64_t lo, uint64_t hi)
+uint64_t region_number(const char *opt, const char *s, uint64_t lo, uint64_t hi)
 {
 	uint64_t v;
 
@@ -67,13 +67,14 @@ static int create(int argc, char **argv)
 		if (is_help(argv[i]))
 			help_exit();
 		else if (!strcmp(argv[i], "--size"))
-			size = number("--size", value_of(argc, argv, &i), REGION_MIN_SIZE,
-				      REGION_MAX_SIZE);
+			size = region_number("--size", region_value_of(argc, argv, &i),
+					     REGION_MIN_SIZE, REGION_MAX_SIZE);
 		else if (!strcmp(argv[i], "--lease"))
-			lease = number("--lease", value_of(argc, argv, &i), REGION_LEASE_MIN_MS,
-				       REGION_LEASE_MAX_MS);
+			lease = region_number("--lease", region_value_of(argc, argv, &i),
+					      REGION_LEASE_MIN_MS, REGION_LEASE_MAX_MS);
 		else if (!strcmp(argv[i], "--slots"))
-			slots = number("--slots", value_of(argc, argv, &i), 2, REGION_SLOTS_MAX);
+			slots = region_number("--slots", region_value_of(argc, argv, &i), 2,
+					      REGION_SLOTS_MAX);
 		else if (!strcmp(argv[i], "--force"))
 			force = 1;
 		else if (argv[i][0] != '-' && !path)
@@ -124,6 +125,9 @@ struct peer {
 	int live, moving;
 	uint64_t key, heartbeat, granules;
 	uint32_t conns;
+	int64_t bell;               /* its ivshmem peer ID, -1 for none */
+	const char *mapping;
+	int cached;
 	char name[65];
 };
 
@@ -136,7 +140,9 @@ struct census {
 };
 
 /* What the region holds now; the heartbeats looked at twice, 0.2 s apart: a
- * peer that sleeps in the library moves its own within that. */
+ * peer that sleeps in the library moves its own within that. One that takes
+ * interrupts, and sleeps until one comes, moves it a tenth of the lease apart
+ * (poller.c): where there is one, the second look waits that long. */
 static void take_census(const struct region *r, struct census *c)
 {
 	uint64_t by_slot[REGION_SLOTS_MAX];
@@ -150,13 +156,22 @@ static void take_census(const struct region *r, struct census *c)
 		p->key = slot_key(i, w >> 8);
 		p->heartbeat = atomic_load(&s->heartbeat);
 		p->conns = atomic_load(&s->conns);
+		uint32_t d = atomic_load(&s->doorbell);
+		p->bell = d && d - 1 <= 0xffff ? (int64_t)d - 1 : -1;
+		uint8_t k = s->mapping;
+		p->mapping = slot_mapping_names[k < SLOT_MAPPINGS ? k : SLOT_MAP_UNKNOWN];
+		p->cached = s->mapping_cached != 0;
 		memcpy(p->name, s->name, sizeof(s->name));
 		p->name[64] = 0;
 		for (char *q = p->name; *q; q++)
 			if ((unsigned char)*q < ' ' || *q == 0x7f)
 				*q = '?';
 	}
-	nanosleep(&(struct timespec){0, 200000000}, NULL);
+	uint64_t wait_ms = 200;
+	for (uint32_t i = 0; i < r->h.nslots; i++)
+		if (c->p[i].live > 0 && c->p[i].bell >= 0 && r->h.lease_ms / 10 + 100 > wait_ms)
+			wait_ms = r->h.lease_ms / 10 + 100;
+	nanosleep(&(struct timespec){(time_t)(wait_ms / 1000), (long)(wait_ms % 1000) * 1000000}, NULL);
 	for (uint32_t i = 0; i < r->h.nslots; i++)
 		c->p[i].moving = atomic_load(&slot_at(r, i)->heartbeat) != c->p[i].heartbeat;
 	heap_usage(r, &c->used, by_slot);
@@ -209,15 +224,19 @@ static void print_text(const struct region_map *m, const struct region *r, const
 	mib(r->h.heap_granules * REGION_PAGE, b, sizeof(b));
 	printf("memory: %s of %s in use; channels (link groups): %u of %u\n", a, b, c->chans,
 	       r->h.nchans);
-	printf("%-4s %-12s %-6s %-12s %-8s %-10s %s\n", "Slot", "Key", "State", "Heartbeat",
-	       "Conns", "Memory", "Process");
+	printf("%-4s %-12s %-6s %-12s %-8s %-10s %-14s %-7s %s\n", "Slot", "Key", "State",
+	       "Heartbeat", "Conns", "Memory", "Mapping", "PeerID", "Process");
 	for (uint32_t i = 0; i < r->h.nslots; i++) {
 		const struct peer *p = &c->p[i];
 		if (!p->live)
 			continue;
 		mib(p->granules * REGION_PAGE, a, sizeof(a));
-		printf("%-4u %-12" PRIx64 " %-6s %-12" PRIu64 " %-8u %-10s %s\n", i, p->key,
-		       liveness(p), p->heartbeat, p->conns, a, p->name);
+		snprintf(b, sizeof(b), "%s,%s", p->mapping, p->cached ? "cached" : "uncached");
+		char id[16] = "-";
+		if (p->bell >= 0)
+			snprintf(id, sizeof(id), "%lld", (long long)p->bell);
+		printf("%-4u %-12" PRIx64 " %-6s %-12" PRIu64 " %-8u %-10s %-14s %-7s %s\n", i,
+		       p->key, liveness(p), p->heartbeat, p->conns, a, b, id, p->name);
 	}
 	printf("%-6s %-12s %s\n", "Port", "Owner", "Addresses");
 	for (int i = 0; i < c->nl; i++) {
@@ -253,9 +272,16 @@ static void print_json(const struct region_map *m, const struct region *r, const
 		if (!p->live)
 			continue;
 		printf("%s\n  {\"slot\": %u, \"key\": \"%" PRIx64 "\", \"state\": \"%s\", "
-		       "\"heartbeat\": %" PRIu64 ", \"connections\": %u, \"memory\": %llu, \"process\": ",
+		       "\"heartbeat\": %" PRIu64 ", \"connections\": %u, \"memory\": %llu, "
+		       "\"mapping\": {\"kind\": \"%s\", \"cached\": %s}, \"peer_id\": ",
 		       k++ ? "," : "", i, p->key, liveness(p), p->heartbeat, p->conns,
-		       (unsigned long long)(p->granules * REGION_PAGE));
+		       (unsigned long long)(p->granules * REGION_PAGE), p->mapping,
+		       p->cached ? "true" : "false");
+		if (p->bell >= 0)
+			printf("%lld", (long long)p->bell);
+		else
+			printf("null");
+		printf(", \"process\": ");
 		json_string(stdout, p->name);
 		printf("}");
 	}
@@ -293,6 +319,8 @@ static int status(int argc, char **argv)
 		path = cfg.region;
 	struct region_map m;
 	struct region r;
+	if (region_server(path))
+		fail("%s names an ivshmem server: give the file it serves", path);
 	if (region_map_open(&m, path, 1, why, sizeof(why)) < 0)
 		fail("%s", why);
 	int e = region_attach(&r, m.base, m.size);
@@ -319,6 +347,8 @@ int cmd_region(int argc, char **argv)
 		return create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return region_serve(argc - 1, argv + 1);
 	if (is_help(argv[1]))
 		help_exit();
 	die_usage();

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/config.h"
@@ -172,6 +173,18 @@ static int region_ahead(char *why, size_t len)
 
 	for (int i = 0; i < cfg.ndevices; i++) {
 		if (cfg.devices[i] != 1)
+			continue;
+		/* Joining the server would announce a peer to every other: its
+		 * socket is checked only. */
+		const char *server = region_server(cfg.region);
+		struct stat st;
+		if (server && (stat(server, &st) < 0 || !S_ISSOCK(st.st_mode))) {
+			snprintf(why, len, "ivshmem: %s: no ivshmem server's socket there (usmc region "
+					   "serve)",
+				 server);
+			return -1;
+		}
+		if (server)
 			continue;
 		if (region_map_open(&m, cfg.region, 0, e, sizeof(e)) < 0 ||
 		    region_open(&r, &m, REGION_LEASE_DEFAULT_MS, e, sizeof(e)) < 0) {

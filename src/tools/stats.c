@@ -126,6 +126,8 @@ static void print_lines(const struct totals *t)
 	for (int d = 0; d < STAT_DEVICES; d++)
 		printf("%s_conn_accelerated %llu\n", stat_device_names[d],
 		       (unsigned long long)t->v[STAT_DEV_ACCEL + d]);
+	printf("ivshmem_interrupts_sent %llu\nivshmem_interrupts_received %llu\n",
+	       (unsigned long long)t->v[STAT_IVS_IRQ_SENT], (unsigned long long)t->v[STAT_IVS_IRQ_RECV]);
 }
 
 static void json_reasons(const uint64_t *count)
@@ -185,9 +187,15 @@ static void print_json(const struct totals *t)
 		printf("}");
 	}
 	printf(",\n \"devices\": {");
-	for (int d = 0; d < STAT_DEVICES; d++)
-		printf("%s\"%s\": {\"conn_accelerated\": %llu}", d ? ", " : "", stat_device_names[d],
+	for (int d = 0; d < STAT_DEVICES; d++) {
+		printf("%s\"%s\": {\"conn_accelerated\": %llu", d ? ", " : "", stat_device_names[d],
 		       (unsigned long long)t->v[STAT_DEV_ACCEL + d]);
+		if (!strcmp(stat_device_names[d], "ivshmem"))
+			printf(", \"interrupts_sent\": %llu, \"interrupts_received\": %llu",
+			       (unsigned long long)t->v[STAT_IVS_IRQ_SENT],
+			       (unsigned long long)t->v[STAT_IVS_IRQ_RECV]);
+		printf("}");
+	}
 	printf("}}\n");
 }
 

@@ -41,8 +41,9 @@ static const char run_usage[] =
 	"                        (0 to 1000000; 0 sleeps at once)\n"
 	"  --device DEV[,DEV]    the devices to use, in order of preference: lo (processes of\n"
 	"                        this kernel, the default), ivshmem[:PATH] (a region shared\n"
-	"                        with other kernels: the ivshmem PCI device, or PATH); ivshmem\n"
-	"                        alone means lo,ivshmem\n"
+	"                        with other kernels: the ivshmem PCI device, or PATH;\n"
+	"                        ivshmem:unix:SOCKET, the one `usmc region serve` hands out\n"
+	"                        there, with interrupts); ivshmem alone means lo,ivshmem\n"
 	"  -h, --help            print this help\n";
 
 static const char stats_usage[] =
@@ -80,6 +81,9 @@ static const char stats_usage[] =
 	"  SIDE_conn_accelerated, SIDE_conn_fallback\n"
 	"  SIDE_fallback_REASON               most frequent first\n"
 	"  SIDE_ring_tx_SIZE, SIDE_ring_rx_SIZE  rings written / read, by size (4K...64M)\n"
+	"then per device DEV (lo, ivshmem): DEV_conn_accelerated, and\n"
+	"  ivshmem_interrupts_sent, _received  interrupts written to peers' vectors, heard on\n"
+	"                                     ours (usmc region serve)\n"
 	"Lines for reasons and ring sizes never counted are left out.\n"
 	"\n"
 	"  reset         zero the counters (your own processes' only; files of exited\n"
@@ -130,6 +134,7 @@ static const char check_usage[] =
 static const char region_usage[] =
 	"usage: usmc region create PATH --size SIZE [--lease MS] [--slots N] [--force]\n"
 	"       usmc region status [PATH] [--json]\n"
+	"       usmc region serve SOCKET PATH [--vectors N]\n"
 	"\n"
 	"A region is the memory virtual machines (and host processes) attached to one\n"
 	"ivshmem device share: usmc keeps its listeners, link groups and connections there.\n"
@@ -146,6 +151,10 @@ static const char region_usage[] =
 	"  status        the peers attached (slot, key, live or quiet, connections,\n"
 	"                memory), the listeners published, memory and channels in use\n"
 	"  --json        print one JSON object instead (docs/schema/usmc-region.schema.json)\n"
+	"  serve         an ivshmem server on the Unix socket SOCKET for PATH: QEMU's\n"
+	"                ivshmem-doorbell devices (chardev=...,path=SOCKET) and processes\n"
+	"                under USMC_DEVICE=ivshmem:unix:SOCKET interrupt each other\n"
+	"  --vectors N   interrupt vectors a peer (1 to 64; default 1)\n"
 	"  -h, --help    print this help\n";
 
 static const struct command {

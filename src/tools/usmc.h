@@ -2,6 +2,8 @@
 #ifndef USMC_TOOL_H
 #define USMC_TOOL_H
 
+#include <stdint.h>
+
 /* Prints the running command's usage text to stderr and exits with status 2. */
 _Noreturn void die_usage(void);
 /* Prints it to stdout and exits with status 0 (-h, --help). */
@@ -18,5 +20,11 @@ int cmd_ss(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_nvme(int argc, char **argv);
 int cmd_region(int argc, char **argv);
+/* usmc region serve (region_serve.c), and the option parsing of usmc region's
+ * commands (region.c): an option's value, and a number from lo to hi (exit 2
+ * otherwise). */
+int region_serve(int argc, char **argv);
+const char *region_value_of(int argc, char **argv, int *i);
+uint64_t region_number(const char *opt, const char *s, uint64_t lo, uint64_t hi);
 
 #endif

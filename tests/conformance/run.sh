@@ -16,6 +16,8 @@
 # USMC_CONFORMANCE_DEVICE=ivshmem: the accelerated run goes through a region (a fresh file in
 #                 /dev/shm for each program), which the library prefers to the local device, as
 #                 between two kernels; its known differences are in known-differences-ivshmem.
+# USMC_CONFORMANCE_DEVICE=doorbell: the same, the region handed out by `usmc region serve` (one
+#                 for each program), whose peers interrupt each other rather than poll.
 # A sanitizer report on either run fails the program.
 # Programs listed in known-differences are reported as skipped while they differ
 # and fail when they stop differing (so the list is kept true).
@@ -34,9 +36,9 @@ device=${USMC_CONFORMANCE_DEVICE:-lo}
 known_file=$here/known-differences
 case $device in
 lo) ;;
-ivshmem) known_file=$here/known-differences-ivshmem ;;
+ivshmem | doorbell) known_file=$here/known-differences-ivshmem ;;
 *)
-    echo "run.sh: USMC_CONFORMANCE_DEVICE must be lo or ivshmem" >&2
+    echo "run.sh: USMC_CONFORMANCE_DEVICE must be lo, ivshmem or doorbell" >&2
     exit 2
     ;;
 esac
@@ -161,14 +163,24 @@ run_one() {
         return
     fi
     rundir=$(mktemp -d "${TMPDIR:-/tmp}/usmc-conformance.XXXXXX") || exit 1
-    local region=
-    if [ "$device" = ivshmem ]; then
+    local region= server=
+    if [ "$device" != lo ]; then
         # Sparse: a thousand connections' rings fit, and only what they touch is memory.
         region=$(mktemp /dev/shm/usmc-conformance-region.XXXXXX) && truncate -s 1G "$region" || exit 1
         envs+=("USMC_DEVICE=ivshmem:$region,lo")
     fi
+    if [ "$device" = doorbell ]; then
+        "$usmc" region serve "$region.sock" "$region" 2>/dev/null &
+        server=$!
+        for _ in $(seq 100); do [ -S "$region.sock" ] && break; sleep 0.02; done
+        envs[-1]="USMC_DEVICE=ivshmem:unix:$region.sock,lo"
+    fi
     timeout 60 env "${envs[@]}" "$usmc" run --rundir "$rundir" -- "$bin" >"$usmcout" 2>"$usmcout.err"
     rc_usmc=$?
+    if [ -n "$server" ]; then
+        kill -TERM "$server"
+        wait "$server"
+    fi
     [ -z "$region" ] || rm -f "$region"
     "$usmc" stats --rundir "$rundir" >"$stats" 2>&1
     rm -rf "$rundir"

@@ -25,8 +25,13 @@
 #                     through it (over a tap device, skipped saying so when none can be made);
 #                     killing one guest's QEMU ends the other's connection once the region's
 #                     lease ran out (within two leases), and what the dead guest held is taken
-#                     back. Doorbells by MSI-X (ivshmem-doorbell, ivshmem-server, vfio-pci) are
-#                     not tried: the device rings through the region, it says so.
+#                     back.
+#   region_doorbell   two guests (q35 with intel-iommu) with ivshmem-doorbell devices joined to
+#                     usmc region serve, each binding its device to vfio-pci: guest b sleeps
+#                     between exchanges with guest a and is woken by a's interrupts (MSI-X
+#                     through vfio-pci), as is a host process taking interrupts from the same
+#                     server (over a tap device, when one can be made); guest b's status says
+#                     guest a maps the region through vfio-pci.
 #
 # usage: run.sh [NAME...]
 # USMC_BUILD=DIR  where lib/libusmc.so and bin/usmc live (default: build).
@@ -36,7 +41,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/../lib/suite.sh"
 passed=0 failed=0 skipped=0
-if [ $# -gt 0 ]; then scenarios=("$@"); else scenarios=(many_connections region_guests nvme); fi
+if [ $# -gt 0 ]; then scenarios=("$@"); else scenarios=(many_connections region_guests region_doorbell nvme); fi
 
 kernel=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
 if ! command -v qemu-system-x86_64 >/dev/null || [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
@@ -163,7 +168,8 @@ scenario_nvme() {
 }
 
 # guest NAME APPEND QEMU_OPTION...: starts a guest of the packed image in the background (one
-# CPU, 1 GiB), its console in $out/NAME.log, its QEMU's pid in $out/NAME.pid.
+# CPU, 1 GiB), its console in $out/NAME.log, its QEMU's pid in $out/NAME.pid. GUEST_KERNEL_ARGS
+# go on its kernel's command line.
 guest() {
     local name=$1 append=$2
     shift 2
@@ -171,7 +177,7 @@ guest() {
     # (The subshell's own stderr is only its report of the QEMU that stop killed.)
     (timeout -k 10 900 qemu-system-x86_64 -nographic -no-reboot -m 1024 -smp 1 \
         -kernel "$kernel" -initrd "$out/image.cpio" -pidfile "$out/$name.pid" \
-        -append "console=ttyS0 quiet panic=-1 -- $append" "$@" \
+        -append "console=ttyS0 quiet panic=-1 ${GUEST_KERNEL_ARGS-} -- $append" "$@" \
         </dev/null 2>&1 | stdbuf -oL tr -d '\r' >"$out/$name.log") 2>/dev/null &
     for _ in $(seq 100); do
         [ -s "$out/$name.pid" ] && return 0
@@ -205,6 +211,17 @@ await() {
 # (neither waits for the other, as a socket netdev's listener would).
 dgram() {
     echo "dgram,id=g,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2"
+}
+
+# host_tap TAP N: a tap device TAP at 10.N.0.1 on the host, which a guest reaches as 10.N.0.2:
+# sets the caller's host (the guest's QEMU options for it) and host_ip, left empty when no tap
+# device can be made.
+host_tap() {
+    ip tuntap add dev "$1" mode tap 2>/dev/null || return 0
+    ip addr add "10.$2.0.1/24" dev "$1" && ip link set "$1" up
+    host=(-netdev "tap,id=t,ifname=$1,script=no,downscript=no"
+        -device "virtio-net-pci,netdev=t,mac=52:54:00:$2:00:02")
+    host_ip=10.$2.0.2
 }
 
 scenario_region_guests() {
@@ -242,12 +259,7 @@ EOF
     net=$((20000 + RANDOM % 20000))
     # The host reaches guest A over a tap device, when it can make one.
     local host=() host_ip=
-    if ip tuntap add dev "$tap" mode tap 2>/dev/null; then
-        ip addr add 10.80.0.1/24 dev "$tap" && ip link set "$tap" up
-        host=(-netdev "tap,id=t,ifname=$tap,script=no,downscript=no"
-            -device virtio-net-pci,netdev=t,mac=52:54:00:80:00:02)
-        host_ip=10.80.0.2
-    fi
+    host_tap "$tap" 80
     trap 'trap - RETURN; stop a b; ip link del "$tap" 2>/dev/null; rm -f "$region" "$out/image.cpio"' RETURN
 
     guest a "ip=eth0,10.81.0.1/24 ${host_ip:+ip=eth1,$host_ip/24} $usmc $peer serve $port" "${shm[@]}" \
@@ -270,8 +282,7 @@ EOF
     else
         echo "no tap device here: the host process's connection was not tried"
     fi
-    echo "skipped: a doorbell by MSI-X through vfio-pci: this build has no ivshmem-doorbell" \
-        "device nor ivshmem-server (peers ring each other through the region's channels)"
+    echo "these guests poll (ivshmem-plain); region_doorbell has them interrupt each other"
     await b "^holding" 300 || return 1
     local ended
     ended=$(grep -c "connection ended" "$out/a.log")
@@ -317,6 +328,87 @@ EOF
     grep -E "^(transfer|rr|many) ok" "$out/b.log" |
         sed '1s/^/without usmc: /; 2,$s/^/through the region: /'
     echo "guest b: $accel connections through the region"
+}
+
+# The guests of region_doorbell: q35 with an IOMMU (VFIO wants one; interrupt remapping for
+# MSI-X), an ivshmem-doorbell device joined to SOCKET, and virtio-net between them.
+doorbell_guest() {
+    local name=$1 append=$2 sock=$3
+    shift 3
+    GUEST_KERNEL_ARGS=intel_iommu=on guest "$name" "$append" -machine q35 \
+        -device intel-iommu,intremap=on -chardev "socket,path=$sock,id=ivs" \
+        -device ivshmem-doorbell,chardev=ivs,vectors=1 "$@"
+}
+
+scenario_region_doorbell() {
+    local region=/dev/shm/usmc-vm-doorbell.$$ sock=$out/doorbell.sock tap=usmcdb$$ net port=7100
+    local usmc="/usmc/bin/usmc run --device ivshmem --rundir /tmp/rd" peer=/vmpeer server
+    consoles=("$out/dba.log" "$out/dbb.log" "$out/doorbell-serve.log")
+    cc -O2 -Wall -Wextra -Werror -o "$out/vmpeer" "$here/vmpeer.c" || return 1
+    copy_with_libs "$out/vmpeer" /vmpeer
+    modules virtio_pci virtio_net vfio vfio_iommu_type1 vfio-pci
+    # Guest b sleeps between its exchanges with guest a, and so does a: each wakes by the
+    # other's interrupt. Then its counters, and the region as its status sees it.
+    cat >"$img/steps.b" <<EOF
+$peer vfio-bind
+$peer waitport 10.82.0.1 $port
+$usmc $peer quiet 10.82.0.1 $port 5 300
+/usmc/bin/usmc stats --rundir /tmp/rd
+/usmc/bin/usmc region status
+EOF
+    (cd "$img" && find . | cpio -o -H newc --quiet) >"$out/image.cpio" || return 1
+    "$build/bin/usmc" region create "$region" --size 64M --force >/dev/null || return 1
+    "$build/bin/usmc" region serve "$sock" "$region" 2>"$out/doorbell-serve.log" &
+    server=$!
+    net=$((20000 + RANDOM % 20000))
+    local host=() host_ip=
+    host_tap "$tap" 83
+    trap 'trap - RETURN; stop dba dbb; kill "$server" 2>/dev/null; wait "$server"; ip link del "$tap" 2>/dev/null; rm -f "$region" "$out/image.cpio"' RETURN
+    for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+
+    doorbell_guest dba "ip=eth0,10.82.0.1/24 ${host_ip:+ip=eth1,$host_ip/24} $peer vfio-bind + $usmc $peer serve $port" \
+        "$sock" -netdev "$(dgram "$net" $((net + 1)))" \
+        -device virtio-net-pci,netdev=g,mac=52:54:00:82:00:01 "${host[@]}" || return 1
+    await dba "serving on $port" 120 || return 1
+    doorbell_guest dbb "ip=eth0,10.82.0.2/24 @/steps.b" "$sock" \
+        -netdev "$(dgram $((net + 1)) "$net")" -device virtio-net-pci,netdev=g,mac=52:54:00:82:00:02 ||
+        return 1
+    if [ -n "$host_ip" ]; then
+        local rd n
+        rd=$(mktemp -d "$out/host-rundir.XXXXXX")
+        "$build/bin/usmc" run --rundir "$rd" --device "ivshmem:unix:$sock" -- \
+            "$out/vmpeer" quiet "$host_ip" "$port" 4 300 | sed 's/^/host: /'
+        [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+        "$build/bin/usmc" stats --rundir "$rd" >"$out/host-stats"
+        n=$(awk '$1 == "ivshmem_interrupts_received" { print $2 }' "$out/host-stats")
+        grep -q '^ivshmem_conn_accelerated 1$' "$out/host-stats" ||
+            { echo "the host's connection to guest a did not go through the region"; return 1; }
+        [ "${n:-0}" -ge 2 ] ||
+            { echo "the host process was woken by ${n:-0} interrupts from guest a, not 2"; return 1; }
+        echo "a host process slept between 4 exchanges with guest a: $n interrupts woke it," \
+            "$(awk '$1 == "ivshmem_interrupts_sent" { print $2 }' "$out/host-stats") it sent"
+        rm -rf "$rd"
+    else
+        echo "no tap device here: the host process's interrupts were not tried"
+    fi
+    await dbb "^Port " 300 || return 1
+    [ "$(grep -c 'vm-init: exit status 0$' "$out/dbb.log")" -eq 5 ] ||
+        { echo "a step of guest b failed"; return 1; }
+    grep -q "quiet ok" "$out/dbb.log" || { echo "guest b's exchanges failed"; return 1; }
+    local got sent acc
+    got=$(awk '$1 == "ivshmem_interrupts_received" { print $2 }' "$out/dbb.log")
+    sent=$(awk '$1 == "ivshmem_interrupts_sent" { print $2 }' "$out/dbb.log")
+    acc=$(awk '$1 == "ivshmem_conn_accelerated" { print $2 }' "$out/dbb.log")
+    [ "${acc:-0}" -ge 1 ] || { echo "guest b's connection did not go through the region"; return 1; }
+    # (An answer may come while a wait still spins: most rounds, not every one.)
+    [ "${got:-0}" -ge 3 ] && [ "${sent:-0}" -ge 3 ] ||
+        { echo "guest b heard ${got:-0} interrupts and sent ${sent:-0}, not 3 each"; return 1; }
+    echo "guest b slept between 5 exchanges with guest a: woken by $got interrupts, sent $sent" \
+        "(MSI-X through vfio-pci, the doorbell register)"
+    # Guest a's slot, as guest b's usmc region status sees it: its region through vfio-pci.
+    grep -E '^mapping:|^[0-9]+ +[0-9a-f]+ ' "$out/dbb.log"
+    grep -qE '^[0-9]+ +[0-9a-f]+ +[a-z]+ +[0-9]+ +[0-9]+ +[0-9.]+M +vfio,' "$out/dbb.log" ||
+        { echo "no guest's slot says it maps the region through vfio-pci"; return 1; }
 }
 
 mkdir -p "$out" || exit 1

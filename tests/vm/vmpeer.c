@@ -9,9 +9,13 @@
  *                                        connection ends
  *   vmpeer waitport ADDR PORT            returns once something listens there (30 s at most)
  *   vmpeer netbytes IFACE                prints the bytes IFACE received and sent
+ *   vmpeer quiet ADDR PORT ROUNDS MS     ROUNDS exchanges of 64 bytes, each after MS ms of
+ *                                        quiet (both ends sleep meanwhile), checked
+ *   vmpeer vfio-bind                     binds the ivshmem PCI device to vfio-pci
  *
  * Every check that fails prints why and exits 1. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -219,6 +223,60 @@ static int hold(const char *ip, const char *port)
 	return 0;
 }
 
+static int quiet(const char *ip, const char *port, int rounds, int ms)
+{
+	int fd = connect_to(ip, port);
+
+	for (int i = 0; i < rounds; i++) {
+		unsigned char m[64], back[64];
+		usleep((useconds_t)ms * 1000);
+		memset(m, i, sizeof(m));
+		write_all(fd, m, sizeof(m));
+		read_all(fd, back, sizeof(back));
+		if (memcmp(m, back, sizeof(m))) {
+			printf("vmpeer: round %d echoed something else\n", i);
+			return 1;
+		}
+	}
+	printf("quiet ok: %d exchanges after %d ms of quiet each\n", rounds, ms);
+	close(fd);
+	return 0;
+}
+
+/* What an operator does once per boot: the device's driver is vfio-pci. */
+static int vfio_bind(void)
+{
+	char path[300], id[16];
+	struct dirent *e;
+	DIR *d = opendir("/sys/bus/pci/devices");
+
+	while (d && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		int is = fgets(id, sizeof(id), f) && !strncmp(id, "0x1110", 6);
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+		if (!is || !(f = fopen(path, "r")))
+			continue;
+		is = fgets(id, sizeof(id), f) && !strncmp(id, "0x1af4", 6);
+		fclose(f);
+		if (!is)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", e->d_name);
+		if (!(f = fopen(path, "w")) || fputs("vfio-pci", f) < 0 || fclose(f))
+			die(path);
+		if (!(f = fopen("/sys/bus/pci/drivers_probe", "w")) || fputs(e->d_name, f) < 0 ||
+		    fclose(f))
+			die("drivers_probe");
+		printf("vfio-bind: %s bound to vfio-pci\n", e->d_name);
+		return 0;
+	}
+	printf("vmpeer: no ivshmem PCI device\n");
+	return 1;
+}
+
 static int waitport(const char *ip, const char *port)
 {
 	struct sockaddr_in a = addr_of(ip, port);
@@ -262,12 +320,16 @@ int main(int argc, char **argv)
 		return many(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "hold"))
 		return hold(argv[2], argv[3]);
+	if (argc == 6 && !strcmp(argv[1], "quiet"))
+		return quiet(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+	if (argc == 2 && !strcmp(argv[1], "vfio-bind"))
+		return vfio_bind();
 	if (argc == 4 && !strcmp(argv[1], "waitport"))
 		return waitport(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "netbytes")) {
 		printf("netbytes %s %llu\n", argv[2], counter(argv[2], "rx_bytes") + counter(argv[2], "tx_bytes"));
 		return 0;
 	}
-	printf("usage: vmpeer serve|transfer|rr|many|hold|waitport|netbytes ...\n");
+	printf("usage: vmpeer serve|transfer|rr|many|hold|waitport|netbytes|quiet|vfio-bind ...\n");
 	return 2;
 }

@@ -85,7 +85,8 @@ int ivs_alive(uint64_t key);
 void ivs_keep(uint64_t now);
 /* Starts the thread that calls ivs_keep() every quarter lease, so that the
  * lease lives while the program sleeps elsewhere than in the library: once per
- * process (poller_fd(), which a forked child calls too). */
+ * program (ivs_keep(), once a peer of another kernel shares the region); a
+ * forked child counts on its parent's. Under ivs.lock. */
 void ivs_keeper_start(void);
 /* The region was formatted again, or our slot was declared dead while we did not
  * run: every connection on it is lost, and so are our listeners there (a new

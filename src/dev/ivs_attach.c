@@ -79,9 +79,14 @@ static int alive_cb(void *arg, uint64_t key)
 /* Whether a process of the slot still runs, for a slot of our kernel and pid
  * namespace: we vouch for it, and it lives on while it sleeps elsewhere than in
  * the library (in read() of a terminal, waitpid()...). */
+static int of_our_kernel(const struct region_slot *s)
+{
+	return !memcmp(s->boot_id, ivs.me.boot_id, sizeof(s->boot_id)) && s->pidns == ivs.me.pidns;
+}
+
 static int runs_here(const struct region_slot *s)
 {
-	if (memcmp(s->boot_id, ivs.me.boot_id, sizeof(s->boot_id)) || s->pidns != ivs.me.pidns)
+	if (!of_our_kernel(s))
 		return 0;
 	for (int k = 0; k < SLOT_PIDS; k++) {
 		int32_t pid = atomic_load(&((struct region_slot *)s)->pids[k]);
@@ -102,13 +107,21 @@ void ivs_keep(uint64_t now)
 		return;
 	}
 	if (now - ivs.vouched_ns > lease / 4) {
+		int foreign = 0;
 		ivs.vouched_ns = now;
 		for (uint32_t i = 0; i < ivs.r.h.nslots; i++) {
 			struct region_slot *s = slot_at(&ivs.r, i);
 			uint64_t w = atomic_load(&s->word);
-			if ((w & 0xff) == SLOT_LIVE && slot_key(i, w >> 8) != ivs.key && runs_here(s))
+			if ((w & 0xff) != SLOT_LIVE || slot_key(i, w >> 8) == ivs.key)
+				continue;
+			if (runs_here(s))
 				slot_renew(&ivs.r, slot_key(i, w >> 8));
+			foreign |= !of_our_kernel(s);
 		}
+		/* Peers of our kernel vouch for us as we do for them; one of
+		 * another judges us by our lease alone. */
+		if (foreign && ivs.key)
+			ivs_keeper_start();
 	}
 	/* Judging every slot now and then: the first to find one dead takes back
 	 * what it held, whoever its peers were. */
@@ -149,12 +162,25 @@ static void *keeper(void *arg)
 	return NULL;
 }
 
+/* A keeper runs for our slot: ours, or our parent's, whose slot a forked child
+ * shares, so the child starts none. It could not safely: a child of a process
+ * with threads may call only what is async-signal-safe, which pthread_create()
+ * is not (and ThreadSanitizer kills the child that tries). A child whose parent
+ * exited renews the slot from its own waits (a program it execs starts a
+ * keeper of its own). The keeper starts once a peer of another kernel
+ * (or pid namespace) shares the region: a process that talks only to peers of
+ * its own kernel stays single-threaded. */
+static int keeper_runs;
+
 void ivs_keeper_start(void)
 {
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all, old;
 
+	if (keeper_runs)
+		return;
+	keeper_runs = 1;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);

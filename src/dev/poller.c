@@ -98,7 +98,6 @@ int poller_fd(void)
 			p.irq = with_interrupts();
 			p.interval_ns = (uint64_t)cfg.poll_us * 1000ull;
 			arm(p.interval_ns);
-			ivs_keeper_start();
 		}
 	}
 	pthread_mutex_unlock(&ivs.lock);

@@ -453,6 +453,51 @@ void cf_on_signal(int sig, void (*handler)(int), int flags)
         FAIL("sigaction: %s", cf_errname(errno));
 }
 
+static void *signaller_main(void *arg)
+{
+    struct cf_signaller *s = arg;
+
+    while (!s->stop) {
+        if (!s->go) {
+            sched_yield();
+            continue;
+        }
+        s->go = 0;
+        usleep(s->min_us + (s->spread_us ? (unsigned)rand_r(&s->seed) % s->spread_us : 0));
+        pthread_kill(s->target, SIGUSR1);
+    }
+    return NULL;
+}
+
+void cf_signaller_start(struct cf_signaller *s, pthread_t target, unsigned min_us,
+                        unsigned spread_us)
+{
+    s->target = target;
+    s->min_us = min_us;
+    s->spread_us = spread_us;
+    s->seed = 1;
+    s->go = s->stop = 0;
+    if (pthread_create(&s->thread, NULL, signaller_main, s) != 0)
+        FAIL("pthread_create");
+}
+
+void cf_signal_soon(struct cf_signaller *s)
+{
+    s->go = 1;
+}
+
+void cf_signal_taken(struct cf_signaller *s)
+{
+    while (s->go)
+        sched_yield();
+}
+
+void cf_signaller_stop(struct cf_signaller *s)
+{
+    s->stop = 1;
+    pthread_join(s->thread, NULL);
+}
+
 void cf_ignore_sigpipe(void)
 {
     cf_on_signal(SIGPIPE, SIG_IGN, 0);

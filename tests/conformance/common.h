@@ -140,6 +140,20 @@ void cf_set_nonblock(int fd, bool on);
 void cf_ignore_sigpipe(void);
 void cf_on_signal(int sig, void (*handler)(int), int flags);
 
+/* A thread that sends SIGUSR1 to target once per cf_signal_soon(): min_us after it took
+ * the go, plus up to spread_us more (the same pseudo-random spread every run). */
+struct cf_signaller {
+    pthread_t thread, target;
+    unsigned min_us, spread_us, seed;
+    _Atomic int go, stop;
+};
+void cf_signaller_start(struct cf_signaller *s, pthread_t target, unsigned min_us,
+                        unsigned spread_us);
+void cf_signal_soon(struct cf_signaller *s);
+/* Waits until the signaller took the last go (its signal is on its way). */
+void cf_signal_taken(struct cf_signaller *s);
+void cf_signaller_stop(struct cf_signaller *s);
+
 /* A deterministic, non-repeating byte stream: byte at stream offset off for a given seed. */
 void cf_fill(void *buf, size_t n, uint64_t off, unsigned seed);
 bool cf_verify(const void *buf, size_t n, uint64_t off, unsigned seed);

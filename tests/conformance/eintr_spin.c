@@ -17,32 +17,10 @@ static void on_signal(int sig)
     handled = 1;
 }
 
-struct target {
-    pthread_t thread;
-    _Atomic int go, stop;
-};
-
-/* Sends SIGUSR1 to the waiting thread shortly after each go, until stopped. */
-static void *signaller(void *arg)
-{
-    struct target *t = arg;
-    while (!t->stop) {
-        if (!t->go) {
-            sched_yield();
-            continue;
-        }
-        t->go = 0;
-        usleep(3);
-        pthread_kill(t->thread, SIGUSR1);
-    }
-    return NULL;
-}
-
 int main(void)
 {
     char c;
-    struct target t = {.thread = pthread_self()};
-    pthread_t sig;
+    struct cf_signaller sig;
 
     cf_start();
     cf_on_signal(SIGUSR1, on_signal, 0);
@@ -50,7 +28,7 @@ int main(void)
     int ep = epoll_create1(0);
     CHECK(ep >= 0);
     cf_epoll_ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 42);
-    CHECK(pthread_create(&sig, NULL, signaller, &t) == 0);
+    cf_signaller_start(&sig, pthread_self(), 3, 0);
     const char *names[3] = {"epoll_wait", "poll", "read"};
     for (int which = 0; which < 3; which++) {
         int interrupted = 0, other = 0;
@@ -58,13 +36,12 @@ int main(void)
             struct epoll_event ev;
             struct pollfd pf = {s, POLLIN, 0};
             handled = 0;
-            t.go = 1;
+            cf_signal_soon(&sig);
             long r = which == 0 ? epoll_wait(ep, &ev, 1, 300)
                      : which == 1 ? poll(&pf, 1, 300)
                                   : read(s, &c, 1);
             int e = errno;
-            while (t.go)
-                sched_yield();
+            cf_signal_taken(&sig);
             usleep(1000);
             if (r < 0 && e == EINTR)
                 interrupted++;
@@ -74,8 +51,7 @@ int main(void)
         printf("%s: interrupted with EINTR %d, handled without it %d\n", names[which],
                interrupted, other);
     }
-    t.stop = 1;
-    CHECK(pthread_join(sig, NULL) == 0);
+    cf_signaller_stop(&sig);
     cf_cue_close();
     close(s);
     close(ep);

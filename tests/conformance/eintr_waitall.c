@@ -8,8 +8,6 @@
  * signal came in returns. */
 #include "common.h"
 
-#include <stdlib.h>
-
 #define ROUNDS 100
 #define WANT (64 << 10)
 
@@ -19,30 +17,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     handled = 1;
-}
-
-struct target {
-    pthread_t thread;
-    _Atomic int go, stop;
-};
-
-/* Signals the reader once per round, 100 µs to 1.1 ms after the round began: well inside
- * its read, at a moment that falls anywhere between the bytes. */
-static void *signaller(void *arg)
-{
-    struct target *t = arg;
-    unsigned seed = 1;
-
-    while (!t->stop) {
-        if (!t->go) {
-            sched_yield();
-            continue;
-        }
-        t->go = 0;
-        usleep(100 + (unsigned)rand_r(&seed) % 1000);
-        pthread_kill(t->thread, SIGUSR1);
-    }
-    return NULL;
 }
 
 /* The peer: a byte every 50 µs until the reader says stop (a byte back). */
@@ -65,17 +39,17 @@ static void trickle(void *arg)
 int main(void)
 {
     static char buf[WANT];
-    struct target t = {.thread = pthread_self()};
-    pthread_t sig;
+    struct cf_signaller sig;
     int interrupted = 0;
 
     cf_start();
     cf_on_signal(SIGUSR1, on_signal, 0);
     int s = cf_serve(trickle);
-    CHECK(pthread_create(&sig, NULL, signaller, &t) == 0);
+    /* 100 us to 1.1 ms into each read: well inside it, anywhere between its bytes. */
+    cf_signaller_start(&sig, pthread_self(), 100, 1000);
     for (int round = 0; round < ROUNDS; round++) {
         handled = 0;
-        t.go = 1;
+        cf_signal_soon(&sig);
         ssize_t r = recv(s, buf, sizeof buf, MSG_WAITALL);
         int e = errno;
         /* The handler ran before the read returned, and the read gave up early. */
@@ -87,8 +61,7 @@ int main(void)
             printf("round %d: read returned %zd (%s) for a handler that ran during it\n", round,
                    r, r < 0 ? cf_errname(e) : "no error");
     }
-    t.stop = 1;
-    pthread_join(sig, NULL);
+    cf_signaller_stop(&sig);
     printf("%d of %d rounds interrupted\n", interrupted, ROUNDS);
     CHECK(write(s, "s", 1) == 1);
     close(s);

@@ -237,15 +237,24 @@ static pid_t spawn_alone(const char *what, uint16_t port)
     return peer;
 }
 
-static void sleeping(uint16_t port, int lfd)
+/* Accepts the connection of the peer spawn_alone() started in mode what, and its hello,
+ * which must have come through the region. */
+static int accept_alone(const char *what, uint16_t port, int lfd, pid_t *peer)
 {
-    pid_t peer = spawn_alone("sleeping_child", port);
+    *peer = spawn_alone(what, port);
     uint64_t before = region_ends();
     int fd = fl_accept(lfd);
 
     fl_recv_stream(fd, false, 0, 5, 3);
     if (region_ends() == before)
         FAIL("the peer's connection did not go through the region");
+    return fd;
+}
+
+static void sleeping(uint16_t port, int lfd)
+{
+    pid_t peer;
+    int fd = accept_alone("sleeping_child", port, lfd, &peer);
     uint64_t start = fl_now_ms();
     fl_recv_stream(fd, false, 15, 5, 3);
     printf("the sleeping peer's connection lived on; it spoke again after %llu ms (lease %u ms)\n",
@@ -256,12 +265,9 @@ static void sleeping(uint16_t port, int lfd)
 
 static void frozen(uint16_t port, int lfd)
 {
-    pid_t peer = spawn_alone("frozen_child", port);
-    uint64_t before = region_ends();
-    int fd = fl_accept(lfd);
-    fl_recv_stream(fd, false, 0, 5, 3);
-    if (region_ends() == before)
-        FAIL("the peer's connection did not go through the region");
+    pid_t peer;
+    int fd = accept_alone("frozen_child", port, lfd, &peer);
+
     kill(peer, SIGSTOP);
     uint64_t start = fl_now_ms();
     char c;

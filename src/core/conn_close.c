@@ -8,6 +8,8 @@
 #include "../dev/dev.h"
 #include "conn_int.h"
 #include "hooks.h"
+#include "registry.h"
+#include "segment.h"
 #include "socktab.h"
 
 /* A peer process that ended without closing its socket (killed, or exiting
@@ -158,6 +160,9 @@ int conn_close(struct usock *s, int fd)
 		real.close(s->hold_fd);
 	}
 	if (m == MODE_PENDING && !s->connected) {
+		uint32_t st = SEG_PENDING;
+		if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
+			registry_settled((struct sockaddr *)&s->dst);
 		lgr_withdraw(s->seg.lgr, s->conn_id);
 		shm_teardown(s, 0);
 	} else if (m == MODE_PENDING || m == MODE_SHM) {

@@ -16,6 +16,7 @@
 #include "hooks.h"
 #include "registry.h"
 #include "segment.h"
+#include "shortlived.h"
 #include "socktab.h"
 #include "stats.h"
 
@@ -36,6 +37,19 @@ static void fell_back(struct usock *s, int fd, enum decline why)
 	socktab_fell_back(fd, s->server, why);
 }
 
+/* Whether a connect() to usmc at addr stays on TCP all the same: its
+ * connections there have been short (shortlived.h). */
+static int held_short(const struct sockaddr *addr, enum decline *why)
+{
+	struct addr d;
+
+	if (!cfg.short_conn)
+		return 0;
+	addr_from_sockaddr(&d, addr);
+	*why = DECL_SHORT_LIVED;
+	return shortlived_hold(&d, sys_now_ns());
+}
+
 /* The device on which a connect() to an address of the socket's family may find
  * usmc, and where (path): the first whose registry names a listener for it. None
  * when the policy says no, or no registry names one (why: which). */
@@ -47,7 +61,7 @@ static const struct dev_ops *may_accel(int smc, int fd, const struct sockaddr *a
 		return NULL;
 	for (int i = 0; i < dev_count; i++) {
 		if (dev_list[i]->reg_lookup(addr, path, (unsigned)n, why) == 0)
-			return dev_list[i];
+			return held_short(addr, why) ? NULL : dev_list[i];
 		/* A listener a registry knows of, but cannot lead to, is no reason
 		 * to look further: another device's would be a different one. */
 		if (*why != DECL_PEER_NO_USMC)

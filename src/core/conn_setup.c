@@ -227,7 +227,9 @@ static int worth_asking(struct usock *l, unsigned port)
 
 /* Whether a connection accepted on l, on port, may have a proposal at all: not
  * when every proposal clients made to the port is settled, which costs no
- * system call, where reading the channels for it costs two. A client that died
+ * system call, where looking for it costs two (reading the channel the last
+ * match came from, then looking at every channel; the latter stays, for what
+ * else they hold), and a prefork worker's asks to its siblings. A client that died
  * with its proposal unsettled keeps the counts apart until the count stood still
  * for longer than clients wait and proposals live (twice the handshake timeout).
  * Only for a process using the local device alone: clients through a region
@@ -261,8 +263,12 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->rcvbuf_eff = l->rcvbuf_eff;
 	s->rcvlowat = l->rcvlowat;
 	s->notsent_lowat = l->notsent_lowat;
-	if (!may_have_proposal(l, addr_port((struct sockaddr *)&l->bound)) ||
-	    lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
+	if (!may_have_proposal(l, addr_port((struct sockaddr *)&l->bound))) {
+		lgr_server_take_news();
+		fell_back(s, fd, DECL_NO_PROPOSAL);
+		return;
+	}
+	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
 	     (!worth_asking(l, c.local.port) || handoff_fetch(&c, &loc, &bell, &id) != 1))) {
 		fell_back(s, fd, DECL_NO_PROPOSAL);

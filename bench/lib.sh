@@ -92,6 +92,7 @@ mode_name() {
         usmc) echo "usmc" ;;
         usmc-bp) echo "usmc, busy-poll ${BUSY_POLL_US} µs" ;;
         usmc-sleep) echo "usmc, sleeping (no busy-poll)" ;;
+        usmc-allshort) echo "usmc, short connections accelerated too" ;;
         fallback) echo "usmc client, plain server" ;;
         fallback-server) echo "plain client, usmc server" ;;
         bare) echo "bare memfd ring" ;;
@@ -118,6 +119,7 @@ _launcher() {
         usmc:* | erm:* | erm-vm:* | fallback:client | fallback-server:server) _cmd+=("$USMC" run --rundir "$RD" --) ;;
         usmc-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --rundir "$RD" --) ;;
         usmc-sleep:*) _cmd+=(env USMC_BUSY_POLL_US=0 "$USMC" run --rundir "$RD" --) ;;
+        usmc-allshort:*) _cmd+=(env USMC_SHORT_CONN=0 "$USMC" run --rundir "$RD" --) ;;
         region:*) _cmd+=("$USMC" run --device "ivshmem:$HOST_REGION" --rundir "$MODE_DIR/rundir-$side" --) ;;
         region-bp:*) _cmd+=(env "USMC_BUSY_POLL_US=$BUSY_POLL_US" "$USMC" run --device "ivshmem:$HOST_REGION" --rundir "$MODE_DIR/rundir-$side" --) ;;
     esac

@@ -22,6 +22,7 @@ MODES = {
     "unix": ("Unix socket", "#bcbd22"),
     "usmc": ("usmc", "#1f77b4"),
     "usmc-sleep": ("usmc, sleeping", "#17becf"),
+    "usmc-allshort": ("usmc, short connections accelerated too", "#393b79"),
     "usmc-bp": ("usmc, busy-poll", "#d62728"),
     "fallback": ("usmc client, plain server", "#9467bd"),
     "fallback-server": ("plain client, usmc server", "#8c564b"),

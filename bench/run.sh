@@ -149,7 +149,8 @@ machine() {
     echo "to plain TCP loopback. Modes: **TCP** plain loopback; **Unix socket** where the application"
     echo "has one; **usmc**: \`usmc run\` on both ends (the library's default busy-poll); **usmc,"
     echo "busy-poll**: the same with USMC_BUSY_POLL_US=$BUSY_POLL_US; **usmc, sleeping**: with"
-    echo "USMC_BUSY_POLL_US=0, every wait a sleep; **usmc client, plain server** and **plain client,"
+    echo "USMC_BUSY_POLL_US=0, every wait a sleep; **usmc, short connections accelerated too**: with"
+    echo "USMC_SHORT_CONN=0, no connection kept on TCP for being short; **usmc client, plain server** and **plain client,"
     echo "usmc server**: the fallback paths. Each usmc mode has its own runtime directory; its counters are listed"
     echo "under the table to show whether shared memory carried the connections. The region workload"
     echo "compares kernels sharing an ivshmem region, stood in for by two network namespaces joined by a veth,"
@@ -287,7 +288,7 @@ run_workload() {
         use_mode "$mode"
         [ -x "$USMC" ] || continue
         case $mode in
-            usmc | usmc-bp | usmc-sleep | erm | erm-vm | fallback | fallback-server)
+            usmc | usmc-bp | usmc-sleep | usmc-allshort | erm | erm-vm | fallback | fallback-server)
                 record S "$name" "$mode" "$(usmc_counter "$RD" conn_accelerated)" "$(usmc_counter "$RD" conn_fallback)"
                 ;;
             region | region-bp)

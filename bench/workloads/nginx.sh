@@ -8,7 +8,7 @@ unset NGINX_WORKERS
 WL_TITLE="nginx + wrk, 1 worker, 1 KB file"
 WL_UNIT="requests/s"
 WL_BETTER=higher
-WL_MODES="tcp usmc usmc-bp"    # wrk has no Unix domain sockets
+WL_MODES="tcp usmc usmc-bp usmc-allshort"    # wrk has no Unix domain sockets
 WL_NEEDS="nginx:nginx-light wrk:wrk"
 WL_CASES=(keepalive-100 keepalive-1000 close-100 close-1000)
 WL_TARGETS=("keepalive-100 usmc >= 1.5" "keepalive-1000 usmc >= 1.5" "close-100 usmc >= 1.0" "close-1000 usmc >= 1.0")

@@ -7,7 +7,7 @@
 WL_TITLE="haproxy (2 threads) before two nginx, a backend connection per request, 1 KB file"
 WL_UNIT="requests/s"
 WL_BETTER=higher
-WL_MODES="tcp usmc"
+WL_MODES="tcp usmc usmc-allshort"
 WL_NEEDS="haproxy:haproxy nginx:nginx-light wrk:wrk"
 WL_CASES=(quiet hogs)
 WL_TARGETS=("quiet usmc >= 1.2" "hogs usmc >= 1.0")

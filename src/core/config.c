@@ -196,6 +196,8 @@ int config_load(void)
 	cfg.handshake_ms = (uint32_t)v;
 	bad |= env_u64("USMC_DISABLE", 0, 0, 1, &v);
 	cfg.disabled = (int)v;
+	bad |= env_u64("USMC_SHORT_CONN", 1, 0, 1, &v);
+	cfg.short_conn = (int)v;
 	bad |= env_u64("USMC_POLL_US", 50, 1, CONFIG_POLL_MAX, &v);
 	cfg.poll_us = (uint32_t)v;
 	bad |= env_u64("USMC_POLL_MAX_US", 2000, cfg.poll_us, CONFIG_POLL_MAX, &v);

@@ -19,6 +19,7 @@ struct config {
 	int busy_poll_given;       /* USMC_BUSY_POLL_US was set: the spin is the user's choice */
 	uint32_t handshake_ms;     /* USMC_HANDSHAKE_TIMEOUT_MS */
 	int disabled;              /* USMC_DISABLE=1: interpose nothing */
+	int short_conn;            /* USMC_SHORT_CONN: keep short connections on TCP (shortlived.h) */
 	int ncpus;
 	/* USMC_DEVICE: the devices to use, in order of preference (enum dev_kind),
 	 * and the region the ivshmem device maps ("": the ivshmem PCI device) */

@@ -3,11 +3,17 @@
  * with bytes of ours unread, which TCP would have answered with RST. */
 #include "conn.h"
 
+#include <sched.h>
 #include <stdio.h>
 
 #include "../dev/dev.h"
+#include "addr.h"
+#include "config.h"
 #include "conn_int.h"
 #include "hooks.h"
+#include "registry.h"
+#include "segment.h"
+#include "shortlived.h"
 #include "socktab.h"
 
 /* A peer process that ended without closing its socket (killed, or exiting
@@ -131,9 +137,31 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 	s->registered = 0;
 }
 
+/* What the end of a client's accelerated connection says of its destination's
+ * connections (shortlived.h). Its cursors count the bytes each way, its
+ * connect() was a handshake timeout before its attach deadline, and the peer's
+ * core is the one it last published a send from (none: not ours). An end other
+ * processes held too (s->hold) is not judged: its bytes are theirs as well. */
+static void learn_lifetime(struct usock *s)
+{
+	struct addr d;
+	uint64_t now = sys_now_ns();
+	int cpu = sched_getcpu();
+
+	if (!cfg.short_conn)
+		return;
+	addr_from_sockaddr(&d, (const struct sockaddr *)&s->dst);
+	shortlived_ended(&d, s->tx.pos + s->rx.pos,
+			 now - (s->deadline_ns - (uint64_t)cfg.handshake_ms * 1000000ull),
+			 s->rx.pos && cpu >= 0 &&
+				 atomic_load_explicit(&s->rx.sh->prod_cpu, memory_order_relaxed) ==
+					 (uint32_t)cpu,
+			 now);
+}
+
 int conn_close(struct usock *s, int fd)
 {
-	int m = mode_of(s);
+	int m = mode_of(s), shared = s->hold != NULL;
 	uint64_t avail = 0;
 
 	socktab_closed(fd);
@@ -158,9 +186,14 @@ int conn_close(struct usock *s, int fd)
 		real.close(s->hold_fd);
 	}
 	if (m == MODE_PENDING && !s->connected) {
+		uint32_t st = SEG_PENDING;
+		if (atomic_compare_exchange_strong(&s->seg.hdr->state, &st, SEG_ABANDONED))
+			registry_settled((struct sockaddr *)&s->dst);
 		lgr_withdraw(s->seg.lgr, s->conn_id);
 		shm_teardown(s, 0);
 	} else if (m == MODE_PENDING || m == MODE_SHM) {
+		if (m == MODE_SHM && !s->server && !shared)
+			learn_lifetime(s);
 		/* Unread bytes make TCP answer a close with RST; do what it would. */
 		s->closing_fin = !s->abortive;
 		if (ring_avail(&s->rx, &avail) < 0 || avail) {

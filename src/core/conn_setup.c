@@ -16,6 +16,7 @@
 #include "hooks.h"
 #include "registry.h"
 #include "segment.h"
+#include "shortlived.h"
 #include "socktab.h"
 #include "stats.h"
 
@@ -36,6 +37,19 @@ static void fell_back(struct usock *s, int fd, enum decline why)
 	socktab_fell_back(fd, s->server, why);
 }
 
+/* Whether a connect() to usmc at addr stays on TCP all the same: its
+ * connections there have been short (shortlived.h). */
+static int held_short(const struct sockaddr *addr, enum decline *why)
+{
+	struct addr d;
+
+	if (!cfg.short_conn)
+		return 0;
+	addr_from_sockaddr(&d, addr);
+	*why = DECL_SHORT_LIVED;
+	return shortlived_hold(&d, sys_now_ns());
+}
+
 /* The device on which a connect() to an address of the socket's family may find
  * usmc, and where (path): the first whose registry names a listener for it. None
  * when the policy says no, or no registry names one (why: which). */
@@ -47,7 +61,7 @@ static const struct dev_ops *may_accel(int smc, int fd, const struct sockaddr *a
 		return NULL;
 	for (int i = 0; i < dev_count; i++) {
 		if (dev_list[i]->reg_lookup(addr, path, (unsigned)n, why) == 0)
-			return dev_list[i];
+			return held_short(addr, why) ? NULL : dev_list[i];
 		/* A listener a registry knows of, but cannot lead to, is no reason
 		 * to look further: another device's would be a different one. */
 		if (*why != DECL_PEER_NO_USMC)
@@ -98,7 +112,6 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		goto plain;
 	}
 	uint64_t rs[2] = {ring_for(s->sndbuf, cfg.send_ring), ring_for(s->rcvbuf, cfg.recv_ring)};
-	registry_proposing(addr);
 	e = lgr_propose(g, s, fd, addr, rs, &s->seg, &bell);
 	if (e == -EPIPE || e == -ECONNRESET) {
 		/* The listener's process is gone: its entry goes too. */
@@ -110,6 +123,9 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		why = DECL_MEMORY;
 		goto plain;
 	}
+	/* Before the connect(): the acceptor looks at the count once it has the
+	 * connection. */
+	registry_proposing(addr);
 	lgr_put(g); /* the segment holds its own reference */
 	g = NULL;
 	rings_setup(s);
@@ -131,6 +147,7 @@ int conn_connect(struct usock *s, int fd, const struct sockaddr *addr, socklen_t
 		s->connected = 1;
 	} else if (e != EINPROGRESS && e != EINTR) {
 		/* Refused or unreachable: nothing to attach; the socket may connect again. */
+		registry_settled(addr);
 		lgr_withdraw(s->seg.lgr, s->conn_id);
 		shm_teardown(s, 0);
 		atomic_store(&s->mode, MODE_NEW);
@@ -177,6 +194,24 @@ static void claim_listener(struct usock *l)
 	registry_claim_acceptor((struct sockaddr *)&l->bound);
 }
 
+/* Whether the port's count of proposals (registry_proposals()) moved less than
+ * ms before l last saw it move; n gets the count. */
+static int proposed_within(struct usock *l, unsigned port, uint32_t ms, uint32_t *n)
+{
+	uint64_t seen = atomic_load_explicit(&l->proposals_seen, memory_order_relaxed);
+	uint32_t now_ms = (uint32_t)(sys_now_ns() / 1000000ull), count = registry_proposals(port);
+
+	if (n)
+		*n = count;
+	if ((uint32_t)(seen >> 32) != count) {
+		atomic_store_explicit(&l->proposals_seen, (uint64_t)count << 32 | now_ms,
+				      memory_order_relaxed);
+		return 1;
+	}
+	/* Unsigned: after a wrap of the clock the answer is "recent", which only asks. */
+	return now_ms - (uint32_t)seen < ms;
+}
+
 /* Whether to ask the siblings for the proposal of a connection accepted on l that
  * we hold none for: only on a port several processes accept on, unless one of them
  * failed to answer lately, and only while a client may still wait for the attach
@@ -186,18 +221,28 @@ static void claim_listener(struct usock *l)
  * about it would only make it wait for the siblings' answers. */
 static int worth_asking(struct usock *l, unsigned port)
 {
-	if (!registry_port_shared((struct sockaddr *)&l->bound) || !registry_handoff_ok(port))
-		return 0;
-	uint64_t seen = atomic_load_explicit(&l->proposals_seen, memory_order_relaxed);
-	uint32_t n = registry_proposals(port), now_ms = (uint32_t)(sys_now_ns() / 1000000ull);
+	return registry_port_shared((struct sockaddr *)&l->bound) && registry_handoff_ok(port) &&
+	       proposed_within(l, port, cfg.handshake_ms, NULL);
+}
 
-	if ((uint32_t)(seen >> 32) != n) {
-		atomic_store_explicit(&l->proposals_seen, (uint64_t)n << 32 | now_ms,
-				      memory_order_relaxed);
-		return 1;
-	}
-	/* Unsigned: after a wrap of the clock the answer is "recent", which only asks. */
-	return now_ms - (uint32_t)seen < cfg.handshake_ms;
+/* Whether a connection accepted on l, on port, may have a proposal at all: not
+ * when every proposal clients made to the port is settled, which costs no
+ * system call, where looking for it costs two (reading the channel the last
+ * match came from, then looking at every channel; the latter stays, for what
+ * else they hold), and a prefork worker's asks to its siblings. A client that died
+ * with its proposal unsettled keeps the counts apart until the count stood still
+ * for longer than clients wait and proposals live (twice the handshake timeout).
+ * Only for a process using the local device alone: clients through a region
+ * count in another kernel's registry. */
+static int may_have_proposal(struct usock *l, unsigned port)
+{
+	uint32_t n;
+
+	if (dev_count > 1 || !registry_unsettled(port))
+		return dev_count > 1;
+	if (!proposed_within(l, port, 2 * cfg.handshake_ms, &n))
+		registry_settle_all(port, n);
+	return 1;
 }
 
 void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockaddr *peer)
@@ -218,6 +263,11 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 	s->rcvbuf_eff = l->rcvbuf_eff;
 	s->rcvlowat = l->rcvlowat;
 	s->notsent_lowat = l->notsent_lowat;
+	if (!may_have_proposal(l, addr_port((struct sockaddr *)&l->bound))) {
+		lgr_server_take_news();
+		fell_back(s, fd, DECL_NO_PROPOSAL);
+		return;
+	}
 	if (lgr_accepted_init(&c, fd, peer, &l->bound, &l->netns_cookie) < 0 ||
 	    (lgr_server_match(&c, &loc, &bell, &id) != 1 &&
 	     (!worth_asking(l, c.local.port) || handoff_fetch(&c, &loc, &bell, &id) != 1))) {
@@ -243,6 +293,7 @@ void conn_accepted(struct usock *l, struct usock *s, int fd, const struct sockad
 		fell_back(s, fd, st ? DECL_TIMEOUT : why);
 		return;
 	}
+	registry_settled((struct sockaddr *)&l->bound);
 	rings_setup(s);
 	tx_limit(s, s->tx.size);
 	/* Handed over by a sibling: the client's channel leads to the sibling, and
@@ -331,6 +382,7 @@ static int send_all_plain(int fd, const unsigned char *p, size_t n)
  * TCP before anything else so the stream stays exact. */
 static void client_fall_back(struct usock *s, int fd, enum decline why)
 {
+	registry_settled((struct sockaddr *)&s->dst);
 	send_all_plain(fd, s->tx.data, s->tx.pos);
 	lgr_withdraw(s->seg.lgr, s->conn_id);
 	shm_teardown(s, 0);

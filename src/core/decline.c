@@ -19,6 +19,8 @@ static const struct {
 	/* SMC has no code for an administrator's choice: one in its configuration
 	 * class (0x03) that it leaves unused. */
 	[DECL_POLICY] = {0x03100000u, "policy"},
+	/* Nor for a client's own choice, which never goes on the wire. */
+	[DECL_SHORT_LIVED] = {0x03110000u, "short_lived"},
 };
 
 uint32_t decline_code(enum decline d)

@@ -19,6 +19,7 @@ enum decline {
 	DECL_UNSUPPORTED,     /* an option shared memory cannot honour */
 	DECL_INTERNAL,
 	DECL_POLICY,          /* the policy (usmc run --policy, USMC_POLICY) excludes it */
+	DECL_SHORT_LIVED,     /* the destination's connections are short: TCP (shortlived.h) */
 	DECL_MAX
 };
 

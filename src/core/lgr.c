@@ -1354,6 +1354,14 @@ void lgr_server_look(void)
 	pthread_mutex_unlock(&srv.lock);
 }
 
+void lgr_server_take_news(void)
+{
+	pthread_mutex_lock(&srv.lock);
+	if (srv.lgrs)
+		server_drain();
+	pthread_mutex_unlock(&srv.lock);
+}
+
 void lgr_server_listener_gone(void)
 {
 	int last = 0;

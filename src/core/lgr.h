@@ -210,6 +210,10 @@ int lgr_server_adopt(const struct clc_handoff *h, int *fds, struct seg_loc *loc,
  * channels hold, so that the link groups of clients gone are let go of even
  * while no connection comes (their memory is freed once we do). */
 void lgr_server_look(void);
+/* Server, at an accept whose connection can have no proposal (registry_unsettled()):
+ * takes in what the channels hold, as a match would (hang-ups, withdrawals,
+ * malformed messages), with one look at them all. */
+void lgr_server_take_news(void);
 /* Server: a listener went away; with none left, drop unresolved proposals. */
 void lgr_server_listener_gone(void);
 

@@ -30,11 +30,13 @@
  * other. Last, a change counter per port, bumped after every change of the
  * port's entry (l-<port>): a client keeps what it read of an entry for as long as
  * the counter stands still, and connects without reading the link again. Then a
- * count per port of the proposals clients made (registry_proposing()). The file
- * is sparse: only the ports in use take memory. */
+ * count per port of the proposals clients made (registry_proposing()), and one
+ * of those settled (registry_settled()). The file is sparse: only the ports in
+ * use take memory. */
 #define ACCEPTOR_SLOTS 8
 #define PORTS_BYTES \
-	(NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4 + NPORTS * 4 + NPORTS * 4)
+	(NPORTS * 2 + NPORTS * 4 + NPORTS * 4 * ACCEPTOR_SLOTS + NPORTS * 4 + NPORTS * 4 + NPORTS * 4 + \
+	 NPORTS * 4)
 /* How long a port whose acceptors failed to hand a proposal over stays on TCP. */
 #define HANDOFF_BACKOFF_S 30
 
@@ -100,6 +102,11 @@ static _Atomic uint32_t *changes_of(_Atomic uint16_t *p, unsigned port)
 static _Atomic uint32_t *proposals_of(_Atomic uint16_t *p, unsigned port)
 {
 	return changes_of(p, NPORTS) + port;
+}
+
+static _Atomic uint32_t *settled_of(_Atomic uint16_t *p, unsigned port)
+{
+	return proposals_of(p, NPORTS) + port;
 }
 
 /* Whoever changed the port's entry says so, after the change. */
@@ -414,16 +421,44 @@ int registry_claimants(unsigned port, pid_t *pids, int max)
 	return n;
 }
 
+/* Counted exactly: an acceptor takes a connection for plain when the two counts
+ * are equal, which a lost count could make them while a client waits. */
 void registry_proposing(const struct sockaddr *dst)
 {
 	_Atomic uint16_t *p = ports_map();
 
-	/* Only that it moves matters: clients racing may count one for two. */
-	if (p) {
-		_Atomic uint32_t *n = proposals_of(p, addr_port(dst));
-		atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
-	}
+	if (p)
+		atomic_fetch_add_explicit(proposals_of(p, addr_port(dst)), 1, memory_order_release);
+}
+
+void registry_settled(const struct sockaddr *dst)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	if (p)
+		atomic_fetch_add_explicit(settled_of(p, addr_port(dst)), 1, memory_order_release);
+}
+
+int registry_unsettled(unsigned port)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	return !p || port >= NPORTS ||
+	       atomic_load_explicit(proposals_of(p, port), memory_order_acquire) !=
+		       atomic_load_explicit(settled_of(p, port), memory_order_acquire);
+}
+
+void registry_settle_all(unsigned port, uint32_t proposals)
+{
+	_Atomic uint16_t *p = ports_map();
+
+	if (!p || port >= NPORTS)
+		return;
+	uint32_t was = atomic_load(settled_of(p, port));
+	/* Settled as far as the count the caller saw stand still: a proposal
+	 * made since leaves the counts apart, as it should. */
+	if (atomic_load(proposals_of(p, port)) == proposals)
+		atomic_compare_exchange_strong(settled_of(p, port), &was, proposals);
 }
 
 uint32_t registry_proposals(unsigned port)

@@ -47,6 +47,18 @@ void registry_proposing(const struct sockaddr *dst);
  * client waits for its attach knows that no client waits: a connection for which
  * it holds no proposal came from a plain client. */
 uint32_t registry_proposals(unsigned port);
+/* A proposal to dst's port was settled: attached by the server, or given up or
+ * withdrawn by its client, whichever won the segment's state. */
+void registry_settled(const struct sockaddr *dst);
+/* Whether a proposal to the port may still wait to be settled. When not, a
+ * connection accepted there comes from a plain client, and looking for its
+ * proposal (reading the channels, asking siblings) would find none. Counts of
+ * clients using the local device only: a region's come from other kernels. */
+int registry_unsettled(unsigned port);
+/* A client that died before settling its proposal leaves the counts apart for
+ * good: once the count of proposals stood at proposals for longer than any
+ * client waits, the port's proposals are all settled or dead. */
+void registry_settle_all(unsigned port, uint32_t proposals);
 /* Whether the port is marked shared: several processes accept on it. */
 int registry_port_shared(const struct sockaddr *bound);
 /* Whether the entry that sent a client to path is still what it was. */

@@ -13,6 +13,7 @@
 #include "../core/handoff.h"
 #include "../core/lgr.h"
 #include "../core/registry.h"
+#include "../core/shortlived.h"
 #include "../core/socktab.h"
 #include "../core/sys.h"
 #include "../erm/erm.h"
@@ -67,6 +68,7 @@ static void atfork_child(void)
 	sys_atfork_child();
 	socktab_atfork_child(server);
 	registry_atfork_child();
+	shortlived_atfork_child();
 }
 
 /* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */

@@ -30,6 +30,9 @@ fi
 declare -A _server_pid=() _server_job=() _server_log=() _container_pid=()
 _netns=()
 . "$ROOT/tests/lib/ports.sh"
+# The scenarios count handoffs and accelerated connections of programs that make short ones by
+# the hundred: the short-connection policy (tests/policy) would keep most of those on TCP.
+export USMC_SHORT_CONN=${USMC_SHORT_CONN:-0}
 
 log() { printf '%s\n' "$*"; }
 # On stderr, so that a failure inside a command substitution is still reported.

@@ -37,9 +37,12 @@
  *              client sends afterwards still reaches worker 1.
  *   twin       worker 0 holds a forged proposal whose socket lives in a network namespace
  *              of its own, where it has the 4-tuple of the next connection, one from a plain
- *              client that worker 1 accepts and asks worker 0 about: worker 0 hands nothing
- *              over, the connection stays plain and exact and the forged segment pending;
- *              the next accelerated connection worker 1 takes is handed over as ever.
+ *              client that worker 1 accepts: no client counted a proposal to the port that
+ *              is not settled (the forger sent its own on the channel), so worker 1 asks
+ *              nobody and takes it as plain; it stays plain and exact and the forged
+ *              segment pending; the next accelerated connection worker 1 takes is handed
+ *              over as ever. (A forger that also moved the count would be asked about,
+ *              and worker 0's check of the asker's namespace hands nothing over.)
  *   plain      once each worker took an accelerated connection (worker 1's handed over) and
  *              no client proposed for longer than a client waits for its attach (run.sh
  *              shortens that wait), worker 1 takes connections from plain clients (system

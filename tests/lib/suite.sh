@@ -7,6 +7,9 @@ cd "$root" || exit 1
 build=${USMC_BUILD:-build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 out=$build/tests/$(basename "$here")
+# The transport is under test, not the short-connection policy (tests/policy covers it): a
+# program's connections stay accelerated however many short ones it makes to one server.
+export USMC_SHORT_CONN=${USMC_SHORT_CONN:-0}
 
 # suite_programs SAN: the names of the suite's programs ($here/*.c but common.c); with SAN
 # tsan, only those with a `/* threads */` line.

@@ -249,4 +249,39 @@ echo "$out" >"$WORK/out.log"
 check "library, USMC_POLICY file: echo exact" '[ "$out" = "ok $BYTES" ]' "$WORK/out.log"
 counters "library, USMC_POLICY file" 0 1 1
 
+# Short connections (src/core/shortlived.h): a client whose connections to one server on its
+# own core carry a few bytes and end keeps the later ones on TCP, counted as fallbacks with the
+# reason short_lived, every byte exact; connections that carry more stay accelerated, and
+# USMC_SHORT_CONN=0 accelerates them all. The suites of the transport turn the policy off
+# (tests/lib/suite.sh): here it is on.
+SHORT=$WORK/short_conns
+# shellcheck disable=SC2046 # a list of flags
+cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(san_cflags "$build") tests/policy/short_conns.c \
+    -o "$SHORT" 2>"$WORK/cc.log"
+check "short_conns builds" '[ -x "$SHORT" ]' "$WORK/cc.log"
+# short_run NAME COUNT BYTES [VAR=VALUE]: COUNT connections of BYTES each way under usmc run, in
+# a fresh runtime directory left in $rd; they must all be exact.
+short_run() {
+    local out want="ok $2"
+    rd=$(fresh_rundir)
+    out=$(USMC_RUNDIR=$rd USMC_SHORT_CONN=1 timeout 60 env ${4:-} "$USMC" run -- "$SHORT" "$(pick_port)" "$2" "$3" 2>&1)
+    echo "$out" >"$WORK/out.log"
+    check "$1: every connection exact" '[ "$out" = "$want" ]' "$WORK/out.log"
+    "$USMC" stats --rundir "$rd" >"$WORK/stats.log"
+}
+short_run "short connections" 100 100
+check "short connections: later ones kept on TCP as short_lived, the first ones accelerated" \
+    '[ "$(stat_of "$rd" client_fallback_short_lived)" -gt 0 ] &&
+     [ "$(stat_of "$rd" client_conn_accelerated)" -ge 16 ] &&
+     [ "$(stat_of "$rd" client_conn_fallback)" = "$(stat_of "$rd" client_fallback_short_lived)" ]' \
+    "$WORK/stats.log"
+short_run "connections of 64 KiB each way" 40 65536
+check "connections of 64 KiB each way: all accelerated" \
+    '[ "$(stat_of "$rd" client_conn_accelerated)" = 40 ] && [ "$(stat_of "$rd" conn_fallback)" = 0 ]' \
+    "$WORK/stats.log"
+short_run "USMC_SHORT_CONN=0" 100 100 USMC_SHORT_CONN=0
+check "USMC_SHORT_CONN=0: all accelerated" \
+    '[ "$(stat_of "$rd" client_conn_accelerated)" = 100 ] && [ "$(stat_of "$rd" conn_fallback)" = 0 ]' \
+    "$WORK/stats.log"
+
 check_end

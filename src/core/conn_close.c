@@ -140,7 +140,8 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
 /* What the end of a client's accelerated connection says of its destination's
  * connections (shortlived.h). Its cursors count the bytes each way, its
  * connect() was a handshake timeout before its attach deadline, and the peer's
- * core is the one it last published a send from (none: not ours). An end other
+ * core is the one it last published a send from (none: not ours; on another
+ * kernel, never ours). An end other
  * processes held too (s->hold) is not judged: its bytes are theirs as well. */
 static void learn_lifetime(struct usock *s)
 {
@@ -153,7 +154,7 @@ static void learn_lifetime(struct usock *s)
 	addr_from_sockaddr(&d, (const struct sockaddr *)&s->dst);
 	shortlived_ended(&d, s->tx.pos + s->rx.pos,
 			 now - (s->deadline_ns - (uint64_t)cfg.handshake_ms * 1000000ull),
-			 s->rx.pos && cpu >= 0 &&
+			 s->rx.pos && cpu >= 0 && (s->dev->flags & DEV_F_ONE_KERNEL) &&
 				 atomic_load_explicit(&s->rx.sh->prod_cpu, memory_order_relaxed) ==
 					 (uint32_t)cpu,
 			 now);

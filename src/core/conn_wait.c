@@ -212,7 +212,8 @@ static int spin(struct usock *s, short events)
 
 	/* Sleeping waits (no budget) ask for no core either. */
 	if (!idle || cfg.ncpus < 2 || (cpu = sched_getcpu()) < 0 ||
-	    (!pending && atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu))
+	    (!pending && (s->dev->flags & DEV_F_ONE_KERNEL) &&
+	     atomic_load_explicit(peer_cpu, memory_order_relaxed) == (uint32_t)cpu))
 		return 0;
 	uint64_t start = sys_now_ns(), now = start, moved = start;
 	uint64_t seen = atomic_load_explicit(cur, memory_order_relaxed);

@@ -40,6 +40,10 @@ enum dev_kind { DEV_LO, DEV_IVSHMEM, DEV_KINDS };
  * names once its connect() has begun (bind_publish), so an acceptor that finds
  * no proposal for a connection waits a moment for one naming its address. */
 #define DEV_F_BIND_LATE 0x4u
+/* Both ends run on our kernel: the core a peer publishes in its ring line
+ * (prod_cpu, cons_cpu) is one of ours. Across kernels the numbers name cores of
+ * other machines, and say nothing of whether the peer competes for ours. */
+#define DEV_F_ONE_KERNEL 0x8u
 
 /* The endpoint a process's link groups come to, and what watches their channels;
  * each device uses the fields its way. */

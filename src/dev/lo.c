@@ -370,7 +370,7 @@ static int lo_bind_names(const int *fds, const struct seg_hdr *h, struct addr *l
 const struct dev_ops dev_lo = {
 	.name = "lo",
 	.kind = DEV_LO,
-	.flags = DEV_F_PASSES_FDS | DEV_F_FUTEX,
+	.flags = DEV_F_PASSES_FDS | DEV_F_FUTEX | DEV_F_ONE_KERNEL,
 	/* An ending process closes its TCP socket first (the channel's descriptor
 	 * is among its highest), and the rest follows within microseconds. */
 	.death_wait_ms = 20,

@@ -284,7 +284,7 @@ static inline int conn_stamp_same(const struct conn_stamp *a, const struct conn_
  * single core, or with busy-polling off, it never calls look(). */
 int conn_busy_wait(int (*look)(void *, int deep), void *arg, int timeout_ms, int polls);
 /* How long a wait spins: USMC_BUSY_POLL_US, or by default, where a device in the
- * wait polls (polls: its dev_ops.wake_soon), at least USMC_POLL_US. */
+ * wait polls (polls: dev_polls()), at least USMC_POLL_US. */
 uint64_t conn_spin_ns(int polls);
 #define CONN_DEEP_LOOK_NS 2000ull
 /* What a look returns for news it found in shared memory, where the kernel's

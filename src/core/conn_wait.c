@@ -179,8 +179,9 @@ static int slice_lost(uint64_t prev, uint64_t now)
 	return 1;
 }
 
-/* A device that polls wakes a sleep no sooner than its next look, USMC_POLL_US
- * after the activity that preceded it: a spin shorter than that saves no core
+/* A device that polls (some peer cannot interrupt us: dev_polls()) wakes a
+ * sleep no sooner than its next look, USMC_POLL_US after the activity that
+ * preceded it: a spin shorter than that saves no core
  * (the wake-up costs as much) and loses the rest of the interval. By default such
  * waits spin that long; a USMC_BUSY_POLL_US that was set is kept as it is. */
 uint64_t conn_spin_ns(int polls)
@@ -202,7 +203,7 @@ static int spin(struct usock *s, short events)
 	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
-	uint64_t idle = conn_spin_ns(s->dev->wake_soon != NULL);
+	uint64_t idle = conn_spin_ns(dev_polls(s->dev));
 	/* A client waiting for its attach spins up to the limit: the server has
 	 * its connection and attaches soon, and sleeping now would cost the answer
 	 * a futex wake and a wake-up across cores. It does not know the server's

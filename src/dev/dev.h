@@ -163,6 +163,10 @@ struct dev_ops {
 	int (*wake_fd)(void);
 	void (*wake_tick)(void);
 	void (*wake_soon)(uint64_t began);
+	/* Whether a sleep now ends no sooner than the device's next look (a peer
+	 * cannot interrupt us): a wait then spins as long as a look's interval
+	 * (conn_spin_ns). NULL: never. */
+	int (*wake_polls)(void);
 	/* In a forked child, before the link groups forget the parent's. */
 	void (*atfork_child)(void);
 };
@@ -183,6 +187,11 @@ extern const struct dev_ops *const *dev_list;
 extern int dev_count;
 /* Takes the list from the settings (config_load()). */
 void dev_configure(void);
+static inline int dev_polls(const struct dev_ops *d)
+{
+	return d && d->wake_polls && d->wake_polls();
+}
+
 /* Whether a device this process uses wakes nobody by itself (dev_ops.wake_fd). */
 int dev_wakes_none(void);
 /* The device of that kind if this process uses it, else NULL. */

@@ -138,6 +138,8 @@ int poller_fd(void);
 int poller_fd_if_used(void);
 /* Something happened: the next look comes soon. */
 void poller_soon(uint64_t began);
+/* Whether some peer cannot interrupt us: our sleeps end at the next look. */
+int poller_polls(void);
 /* Something was done through the device: a look, if one is overdue (never
  * waiting for ivs.lock). */
 void poller_busy(void);

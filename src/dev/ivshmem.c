@@ -439,5 +439,6 @@ const struct dev_ops dev_ivshmem = {
 	.wake_fd = poller_fd_if_used,
 	.wake_tick = poller_tick,
 	.wake_soon = poller_soon,
+	.wake_polls = poller_polls,
 	.atfork_child = iv_atfork_child,
 };

@@ -148,6 +148,11 @@ void poller_tick(void)
 	lgr_server_look();
 }
 
+int poller_polls(void)
+{
+	return !atomic_load_explicit(&p.slow, memory_order_relaxed);
+}
+
 void poller_soon(uint64_t began)
 {
 	uint64_t now = sys_now_ns(), min = (uint64_t)cfg.poll_us * 1000ull;

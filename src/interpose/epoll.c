@@ -1395,7 +1395,7 @@ static int shadow_wait(struct epshadow *sh, int epfd, struct epoll_event *events
 		struct look l = {sh, epfd, events + n, maxevents - n};
 		int m = sigmask || quiet || !atomic_load_explicit(&sh->serving, memory_order_relaxed)
 				? 0
-				: conn_busy_wait(look_now, &l, tmo, atomic_load(&sh->waker) != NULL);
+				: conn_busy_wait(look_now, &l, tmo, dev_polls(atomic_load(&sh->waker)));
 		if (m == CONN_LOOK_NEWS) {
 			atomic_fetch_sub(&sh->sleepers, 1);
 			continue;

@@ -140,12 +140,15 @@ static int poll_accel(struct pollfd *fds, nfds_t n, struct usock **acc, int nacc
 		/* Spin before sleeping, unless a signal mask is the application's to
 		 * apply while it waits. The peers are asked to ring only after it:
 		 * while we spin, their bytes are seen in shared memory. */
+		int polls = 0;
+		for (int w = 0; w < nwakers; w++)
+			polls |= dev_polls(wakers[w]);
 		struct look l = {p, n, k, fds, acc};
 		struct timespec zero = {0, 0}, left, *t = sleep ? (struct timespec *)tmo : &zero;
 		/* Not after a round that brought nothing (a device's look): nothing
 		 * happened that an answer could follow. */
 		int r = sleep && !mask && !quiet
-				? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1, nwakers > 0)
+				? conn_busy_wait(look_now, &l, tmo ? sys_ms_left(deadline) : -1, polls)
 				: 0;
 		if (r == CONN_LOOK_NEWS)
 			r = 1;

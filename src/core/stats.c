@@ -1,10 +1,12 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "clc.h"
 #include "ddp.h"
 #include "procfile.h"
+#include "sys.h"
 
 _Static_assert(CLC_RING_MAX / CLC_RING_MIN == 1u << (STAT_RING_BUCKETS - 1),
 	       "one histogram bucket per ring size");
@@ -106,9 +108,68 @@ static void count(struct stats_file *f, enum stat_id id, uint64_t n)
 	atomic_fetch_add_explicit(&f->v[id], n, memory_order_relaxed);
 }
 
+/* The slot this thread adds to; none_left once every slot was found taken. */
+static __thread struct stat_slot *my_slot __attribute__((tls_model("initial-exec")));
+static __thread int none_left __attribute__((tls_model("initial-exec")));
+static pthread_key_t slot_key;
+static pthread_once_t slot_key_once = PTHREAD_ONCE_INIT;
+
+/* A thread that ends leaves its slot, and the counts in it, to the next. */
+static void slot_leave(void *p)
+{
+	struct stat_slot *s = p;
+
+	atomic_store_explicit(&s->owner, 0, memory_order_release);
+}
+
+static void slot_key_make(void)
+{
+	if (pthread_key_create(&slot_key, slot_leave) != 0)
+		slot_key = (pthread_key_t)-1;
+}
+
+/* A free slot, or one whose owner is gone without leaving it (a forked child
+ * that exited, which runs no thread destructor), or NULL. */
+static struct stat_slot *slot_claim(struct stats_file *f)
+{
+	int32_t me = (int32_t)gettid();
+
+	pthread_once(&slot_key_once, slot_key_make);
+	if (f == &fallback_counts || slot_key == (pthread_key_t)-1)
+		return NULL;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < STAT_SLOTS; i++) {
+			struct stat_slot *s = &f->slot[i];
+			int32_t o = atomic_load_explicit(&s->owner, memory_order_relaxed);
+			if ((pass ? o == 0 || !sys_pid_gone(o) : o != 0) ||
+			    !atomic_compare_exchange_strong(&s->owner, &o, me))
+				continue;
+			pthread_setspecific(slot_key, s);
+			return s;
+		}
+	return NULL;
+}
+
 void stat_add(enum stat_id id, uint64_t n)
 {
-	count(stats_file(), id, n);
+	struct stats_file *f = stats_file();
+	unsigned k = (unsigned)id - STAT_HOT_FIRST;
+
+	if (k < STAT_HOT && (my_slot || (!none_left && (my_slot = slot_claim(f)) != NULL))) {
+		/* Ours alone: a plain add (a handler that counts in between may lose its count). */
+		atomic_store_explicit(&my_slot->v[k],
+				      atomic_load_explicit(&my_slot->v[k], memory_order_relaxed) + n,
+				      memory_order_relaxed);
+		return;
+	}
+	none_left |= k < STAT_HOT;
+	count(f, id, n);
+}
+
+void stat_atfork_child(void)
+{
+	my_slot = NULL;
+	none_left = 0;
 }
 
 void stat_fallback(enum stat_side side, enum decline reason)

@@ -15,6 +15,7 @@
 #include "../core/registry.h"
 #include "../core/shortlived.h"
 #include "../core/socktab.h"
+#include "../core/stats.h"
 #include "../core/sys.h"
 #include "../erm/erm.h"
 #include "../dev/dev.h"
@@ -69,6 +70,7 @@ static void atfork_child(void)
 	socktab_atfork_child(server);
 	registry_atfork_child();
 	shortlived_atfork_child();
+	stat_atfork_child();
 }
 
 /* Whether the library was preloaded (usmc run, LD_PRELOAD) rather than linked. */

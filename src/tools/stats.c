@@ -36,7 +36,7 @@ static int add_file(struct procfile *f, void *arg)
 	if (!s)
 		return 0;
 	for (int k = 0; k < STAT_MAX; k++)
-		t->v[k] += atomic_load((_Atomic uint64_t *)&s->v[k]);
+		t->v[k] += stat_value(s, (enum stat_id)k);
 	t->files++;
 	t->live += f->alive != 0;
 	return 0;
@@ -53,9 +53,13 @@ static int reset_file(struct procfile *f, void *arg)
 		unlink(f->path);
 		return 0;
 	}
-	/* The process keeps counting: whatever it adds from here on stays. */
+	/* The process keeps counting: whatever it adds from here on stays (but for
+	 * an add to a slot under way, which writes back what it read before). */
 	for (int k = 0; k < STAT_MAX; k++)
 		atomic_exchange(&s->v[k], 0);
+	for (int i = 0; i < STAT_SLOTS; i++)
+		for (int k = 0; k < STAT_HOT; k++)
+			atomic_store(&s->slot[i].v[k], 0);
 	return 0;
 }
 

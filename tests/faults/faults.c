@@ -648,7 +648,7 @@ uint64_t fl_stat(pid_t pid, enum stat_id id)
     close(fd);
     if (r != (ssize_t)sizeof(sf) || sf.magic != STATS_MAGIC)
         return 0;
-    return atomic_load(&sf.v[id]);
+    return stat_value(&sf, id);
 }
 
 uint64_t fl_stat_self(enum stat_id id)
@@ -673,7 +673,7 @@ uint64_t fl_stat_self(enum stat_id id)
         }
         fclose(f);
     }
-    return mine ? atomic_load(&mine->v[id]) : 0;
+    return mine ? stat_value(mine, id) : 0;
 }
 
 void fl_tally(struct fl_tally *t)

@@ -4,16 +4,23 @@
  *   peer server ADDR PORT                   accepts forever; each connection sends a
  *                                           4-byte length and that many bytes, which
  *                                           come back; the connection stays open
- *   peer client ADDR PORT BYTES [specials]  one such exchange, checked; with
+ *   peer client ADDR PORT BYTES [specials|threads]
+ *                                           one such exchange, checked; with
  *                                           `specials`, one MSG_PEEK, MSG_OOB,
- *                                           sendfile and splice call each; then prints
- *                                           "ok" and holds the connection until
- *                                           killed
+ *                                           sendfile and splice call each; with
+ *                                           `threads`, THREADS more exchanges, each
+ *                                           a thread's own on a connection of its
+ *                                           own, the first half all running at once
+ *                                           (more threads than the counters have
+ *                                           slots, stats.h), the second after they
+ *                                           ended; then prints "ok" and holds the
+ *                                           connections until killed
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +122,52 @@ static void specials(int fd)
 	close(p[1]);
 }
 
+#define THREADS 200
+
+static struct sockaddr_storage dst;
+static socklen_t dst_len;
+static uint32_t exchange_n;
+static pthread_barrier_t all_in;
+
+/* One exchange of exchange_n bytes on a connection of the thread's own, left open. */
+static void *exchange(void *wait)
+{
+	uint32_t hdr = htonl(exchange_n);
+	char *out = malloc(exchange_n ? exchange_n : 1), *back = malloc(exchange_n ? exchange_n : 1);
+	int fd = socket(dst.ss_family, SOCK_STREAM, 0);
+
+	if (!out || !back || fd < 0 || connect(fd, (struct sockaddr *)&dst, dst_len) < 0)
+		die("thread's connection");
+	memset(out, 't', exchange_n);
+	if (io_all(fd, &hdr, sizeof(hdr), 1) < 0 || io_all(fd, out, exchange_n, 1) < 0 ||
+	    io_all(fd, back, exchange_n, 0) < 0 || memcmp(out, back, exchange_n))
+		die("thread's exchange");
+	free(out);
+	free(back);
+	if (wait)
+		pthread_barrier_wait(&all_in);
+	return NULL;
+}
+
+static void threads(const struct sockaddr_storage *ss, socklen_t len, uint32_t n)
+{
+	pthread_t t[THREADS];
+
+	dst = *ss;
+	dst_len = len;
+	exchange_n = n;
+	pthread_barrier_init(&all_in, NULL, THREADS / 2);
+	for (int i = 0; i < THREADS; i++) {
+		if (pthread_create(&t[i], NULL, exchange, i < THREADS / 2 ? &all_in : NULL))
+			die("pthread_create");
+		if (i == THREADS / 2 - 1)
+			for (int j = 0; j <= i; j++)
+				pthread_join(t[j], NULL);
+	}
+	for (int i = THREADS / 2; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_storage ss;
@@ -153,6 +206,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 5 && !strcmp(argv[5], "specials"))
 		specials(fd);
+	if (argc > 5 && !strcmp(argv[5], "threads"))
+		threads(&ss, len, n);
 	printf("ok\n");
 	fflush(stdout);
 	for (;;)

@@ -14,7 +14,7 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 limit=${TOOLS_CASE_TIMEOUT:-180}
 
 mkdir -p "$build/tests/tools" || exit 1
-if ! cc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o "$build/tests/tools/peer" \
+if ! cc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -o "$build/tests/tools/peer" \
     "$dir/peer.c"; then
     echo "0 passed, 1 failed"
     exit 1

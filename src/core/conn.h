@@ -76,6 +76,9 @@ struct usock {
 	_Atomic int tcp_event;      /* FIN, RST or error seen on the TCP socket */
 	_Atomic int tcp_sent;       /* a write went to the TCP socket */
 	_Atomic int peer_gone;      /* the peer will never read again */
+	/* The last blocking wait that slept was over within the longest spin:
+	 * the next spin may go that long (conn_wait.c). */
+	_Atomic int spin_long;
 	/* The device found the peer gone for good, without a word on TCP (a
 	 * virtual machine killed or frozen past its lease): the connection ends
 	 * with ECONNRESET unless its stream ended already. */

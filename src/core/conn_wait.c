@@ -127,13 +127,23 @@ static int futex_wait_one(struct usock *s, int fd, short events, uint64_t deadli
  * once, is faster. Every so often a spin that starts asks the kernel how many
  * threads are runnable (/proc/loadavg), and a spin whose clock jumps between two
  * looks by more than a time slice lost its core to another thread: either way,
- * no wait of the process spins for a while. (How long a yield took says nothing
- * on a virtual machine, whose host takes the core for a moment all the time.) */
+ * no wait of the process spins for a while. The count is taken for a crowd only
+ * when an ask finds one soon after another did: one ask finds a kernel worker or
+ * a timer's thread runnable for a moment now and then, beside two spinners that
+ * keep both cores, and every such false alarm would make each wait of the next
+ * 20 ms sleep. A crowd that stays is found again by the first ask after spinning
+ * was off for it.
+ * (How long a yield took says nothing on a virtual machine, whose host takes the
+ * core for a moment all the time.) */
 #define SPIN_LOST_NS 1000000ull     /* a gap between two looks: another's slice */
 #define SPIN_OFF_NS 20000000ull     /* no spinning for this long then */
 #define SPIN_PROBE_NS 10000000ull   /* a spin asks for the runnable threads this often */
 
 static _Atomic uint64_t spin_off_until, spin_probe_at;
+/* A crowd seen less than this after another is taken for one that stays. */
+#define SPIN_CROWD_AGAIN_NS (SPIN_OFF_NS + 3 * SPIN_PROBE_NS)
+
+static _Atomic uint64_t spin_crowd_at; /* when an ask last found more threads than cores */
 
 /* Spinning is off for a while: the core went elsewhere at now. */
 static void core_lost(uint64_t now)
@@ -162,8 +172,12 @@ static int spin_allowed(uint64_t now)
 	if (now < atomic_load_explicit(&spin_off_until, memory_order_relaxed))
 		return 0;
 	uint64_t at = atomic_load_explicit(&spin_probe_at, memory_order_relaxed);
-	if (now < at || !atomic_compare_exchange_strong(&spin_probe_at, &at, now + SPIN_PROBE_NS) ||
-	    !machine_busy())
+	if (now < at || !atomic_compare_exchange_strong(&spin_probe_at, &at, now + SPIN_PROBE_NS))
+		return 1;
+	if (!machine_busy())
+		return 1;
+	uint64_t last = atomic_exchange_explicit(&spin_crowd_at, now, memory_order_relaxed);
+	if (!last || now - last > SPIN_CROWD_AGAIN_NS)
 		return 1;
 	core_lost(now);
 	return 0;
@@ -193,17 +207,42 @@ uint64_t conn_spin_ns(int polls)
 	return (uint64_t)us * 1000ull;
 }
 
+/* How long the spin of a blocking call on s waits for a peer that does not move.
+ * By default that is USMC_BUSY_POLL_US, and up to the longest spin while the last
+ * wait that slept was woken within it (spin_learn()): the peer answers at once
+ * as a rule, but now and then its core is taken for tens of microseconds (an
+ * interrupt; on a virtual machine, the host), and a spin that gives up sooner
+ * pays a sleep and a wake-up across cores, a hundred times the round trip.
+ * A peer slower than that keeps the short spin, and no core burns for it. */
+static uint64_t spin_idle_ns(struct usock *s)
+{
+	uint64_t idle = conn_spin_ns(dev_polls(s->dev));
+
+	if (idle && idle < SPIN_MAX_NS && !cfg.busy_poll_given &&
+	    atomic_load_explicit(&s->spin_long, memory_order_relaxed))
+		idle = SPIN_MAX_NS;
+	return idle;
+}
+
+/* A blocking wait that began spinning at began slept, and was woken now. */
+static void spin_learn(struct usock *s, uint64_t began)
+{
+	atomic_store_explicit(&s->spin_long, sys_now_ns() - began < SPIN_MAX_NS,
+			      memory_order_relaxed);
+}
+
 /* The spin of a blocking call, on a copy of its direction taken under the lock it
  * holds. The lock is let go for the spin: a non-blocking call or a readiness look
  * in another thread must neither wait for it nor take it for an operation under
- * way. What the copy shows ready is only a reason to look again, locked. */
-static int spin(struct usock *s, short events)
+ * way. What the copy shows ready is only a reason to look again, locked. *began
+ * gets the time it began, or 0 when it did not. */
+static int spin(struct usock *s, short events, uint64_t *began)
 {
 	int in = events == POLLIN;
 	enum hold_dir d = in ? HOLD_RX : HOLD_TX;
 	_Atomic uint64_t *cur = in ? &s->rx.sh->prod : &s->tx.sh->cons;
 	_Atomic uint32_t *peer_cpu = in ? &s->rx.sh->prod_cpu : &s->tx.sh->cons_cpu;
-	uint64_t idle = conn_spin_ns(dev_polls(s->dev));
+	uint64_t idle = spin_idle_ns(s);
 	/* A client waiting for its attach spins up to the limit: the server has
 	 * its connection and attaches soon, and sleeping now would cost the answer
 	 * a futex wake and a wake-up across cores. It does not know the server's
@@ -221,6 +260,7 @@ static int spin(struct usock *s, short events)
 
 	if (!spin_allowed(start))
 		return 0;
+	*began = start;
 	uint64_t limit = idle > SPIN_MAX_NS ? idle : SPIN_MAX_NS;
 	struct ring_end e = in ? s->rx : s->tx;
 
@@ -320,7 +360,8 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 	 * have interrupted the sleep (the call's first wait began the watch). */
 	if (dev->wake_soon)
 		dev->wake_soon(sys_now_ns());
-	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events))
+	uint64_t began = 0;
+	if (s->connected && (events == POLLIN || events == POLLOUT) && spin(s, events, &began))
 		return 0;
 	if (signal_caught())
 		return interrupted(has_timeout);
@@ -328,6 +369,8 @@ int conn_wait(struct usock *s, int fd, short events, uint64_t deadline, int has_
 		/* The attach wakes the futex like data does; what rings nothing (a
 		 * decline, a plain peer) is looked for at the next recheck. */
 		int r = futex_wait_one(s, fd, events, dl, has_timeout);
+		if (r == 0 && began)
+			spin_learn(s, began);
 		return r == -ETIMEDOUT && dl != deadline ? 0 : r;
 	}
 	pf[0] = (struct pollfd){fd, (short)((events & POLLIN) || pending ? POLLIN | POLLRDHUP : 0), 0};

@@ -107,15 +107,15 @@ int accept_blocking(struct usock *l, int lfd, struct sockaddr *addr, socklen_t *
 		}
 		if (!ready)
 			continue;
-		/* Never blocking: a sibling may take the connection first (one whose
-		 * instance was not waiting when it came finds it ready later), and a
-		 * worker asleep in the kernel's accept() answers no ask. */
-		int fd = real.accept4(lfd, addr, alen, flags | SOCK_NONBLOCK);
-		if (fd >= 0) {
-			if (!(flags & SOCK_NONBLOCK))
-				real.fcntl(fd, F_SETFL, 0);
+		/* A sibling whose instance was not waiting when the connection came
+		 * may take it first: the kernel's accept() then sleeps until the next
+		 * one, and answers no ask meanwhile (known-differences:
+		 * prefork_accept_order). Nothing makes one accept() of a shared
+		 * blocking socket return at once but the socket's own flag, which
+		 * is every sibling's too. */
+		int fd = real.accept4(lfd, addr, alen, flags);
+		if (fd >= 0)
 			return fd;
-		}
 		if (errno != EAGAIN)
 			return -1;
 	}

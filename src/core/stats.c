@@ -1,6 +1,8 @@
 #include "stats.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "clc.h"
@@ -128,6 +130,20 @@ static void slot_key_make(void)
 		slot_key = (pthread_key_t)-1;
 }
 
+/* How often a thread that finds every slot taken looks for owners that are gone:
+ * a look costs a system call per slot, and a server that runs a thread per
+ * connection starts threads all the time. */
+#define SLOT_RECLAIM_NS 100000000ull
+
+static _Atomic uint64_t reclaim_at;
+
+/* Whether thread tid is gone: its id names no task (a zombie's slot waits for
+ * its reaping). */
+static int tid_gone(int32_t tid)
+{
+	return kill(tid, 0) < 0 && errno == ESRCH;
+}
+
 /* A free slot, or one whose owner is gone without leaving it (a forked child
  * that exited, which runs no thread destructor), or NULL. */
 static struct stat_slot *slot_claim(struct stats_file *f)
@@ -137,16 +153,23 @@ static struct stat_slot *slot_claim(struct stats_file *f)
 	pthread_once(&slot_key_once, slot_key_make);
 	if (f == &fallback_counts || slot_key == (pthread_key_t)-1)
 		return NULL;
-	for (int pass = 0; pass < 2; pass++)
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			uint64_t now = sys_now_ns(), at = atomic_load(&reclaim_at);
+			if (now < at || !atomic_compare_exchange_strong(&reclaim_at, &at,
+									now + SLOT_RECLAIM_NS))
+				return NULL;
+		}
 		for (int i = 0; i < STAT_SLOTS; i++) {
 			struct stat_slot *s = &f->slot[i];
 			int32_t o = atomic_load_explicit(&s->owner, memory_order_relaxed);
-			if ((pass ? o == 0 || !sys_pid_gone(o) : o != 0) ||
+			if ((pass ? o == 0 || !tid_gone(o) : o != 0) ||
 			    !atomic_compare_exchange_strong(&s->owner, &o, me))
 				continue;
 			pthread_setspecific(slot_key, s);
 			return s;
 		}
+	}
 	return NULL;
 }
 
@@ -168,6 +191,9 @@ void stat_add(enum stat_id id, uint64_t n)
 
 void stat_atfork_child(void)
 {
+	/* Nor does the child's thread, ending, leave the parent's slot. */
+	if (my_slot)
+		pthread_setspecific(slot_key, NULL);
 	my_slot = NULL;
 	none_left = 0;
 }

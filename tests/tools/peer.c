@@ -13,8 +13,10 @@
  *                                           own, the first half all running at once
  *                                           (more threads than the counters have
  *                                           slots, stats.h), the second after they
- *                                           ended; then prints "ok" and holds the
- *                                           connections until killed
+ *                                           ended, then as many forked children
+ *                                           (CHILDREN) one after another; then
+ *                                           prints "ok" and holds the connections
+ *                                           until killed
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,6 +126,7 @@ static void specials(int fd)
 }
 
 #define THREADS 200
+#define CHILDREN 70
 
 static struct sockaddr_storage dst;
 static socklen_t dst_len;
@@ -166,6 +170,19 @@ static void threads(const struct sockaddr_storage *ss, socklen_t len, uint32_t n
 	}
 	for (int i = THREADS / 2; i < THREADS; i++)
 		pthread_join(t[i], NULL);
+	/* Forked children count into our file, and leave their slots taken. */
+	for (int i = 0; i < CHILDREN; i++) {
+		int st;
+		pid_t c = fork();
+		if (c < 0)
+			die("fork");
+		if (c == 0) {
+			exchange(NULL);
+			_exit(0);
+		}
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+			die("child's exchange");
+	}
 }
 
 int main(int argc, char **argv)

@@ -113,33 +113,53 @@ void holders_unmap(struct holders *h)
 	munmap(h, sizeof(*h));
 }
 
+/* An unsigned distance below this is a cursor ahead of another, not behind it. */
+#define AHEAD (1ull << 62)
+
+/* A holder died in the middle of an operation, after publishing its cursor
+ * perhaps but before saving it in s. Our own line of the ring holds what the
+ * peer was told: continue from there when it is ahead of s and plausible
+ * against the peer's cursor as it stands now. That is the one to measure from
+ * too: one operation may have gone round the ring several times while the
+ * peer kept up (the state is saved at each wait, not at each lap), so what s
+ * knew of the peer may lie more than a ring behind. */
+static void recover(struct end_state *s, enum hold_dir d, const struct ring_end *e)
+{
+	uint64_t skip = d == HOLD_TX ? atomic_load(&e->sh->prod_skip) : 0;
+
+	if (d == HOLD_TX) {
+		uint64_t pub = atomic_load(&e->sh->prod), cons = atomic_load(&e->sh->cons);
+		/* A producer that rewound on the way had found the consumer at its
+		 * mark, which counts as standing at the ring's start. */
+		if (cons == skip && skip < pub)
+			cons = ring_round_up(cons, e->size);
+		if (pub - s->pos < AHEAD && pub - cons <= e->size && cons - s->peer < AHEAD) {
+			s->pos = pub;
+			s->peer = cons;
+		}
+		/* A rewind it announced but published nothing behind did not
+		 * happen: we go on from where it stood. */
+		if (skip >= s->pos)
+			atomic_store(&e->sh->prod_skip, 0);
+	} else {
+		/* The producer is at most a ring ahead of the consumer, and a lap
+		 * more while the consumer stands at its rewind's mark. */
+		uint64_t pub = atomic_load(&e->sh->cons), prod = atomic_load(&e->sh->prod);
+		if (pub - s->pos < AHEAD && prod - pub <= 2 * e->size)
+			s->pos = pub;
+	}
+	/* What it produced on a newer look at the consumer than ours may leave
+	 * more outstanding than cap: no room until we look again. */
+	if (s->pos - s->peer > s->cap)
+		s->cap = s->pos - s->peer;
+}
+
 void holders_lock(struct holders *h, enum hold_dir d, struct ring_end *e)
 {
 	struct end_state *s = &h->end[d];
 
 	if (pthread_mutex_lock(&s->lock) == EOWNERDEAD) {
-		/* A holder died in the middle of an operation, after publishing its
-		 * cursor perhaps but before saving it here. Our own line of the ring
-		 * holds what the peer was told: continue from there when it is ahead
-		 * and plausible. */
-		uint64_t pub = atomic_load(d == HOLD_TX ? &e->sh->prod : &e->sh->cons);
-		uint64_t skip = d == HOLD_TX ? atomic_load(&e->sh->prod_skip) : 0;
-		if (pub > s->pos && pub - s->pos <= e->size) {
-			/* A producer that rewound on the way had found the consumer
-			 * at its mark, which counts as standing at the ring's start:
-			 * what we knew of the consumer is older than that. */
-			if (skip >= s->pos && skip < pub)
-				s->peer = ring_round_up(skip, e->size);
-			s->pos = pub;
-		}
-		/* A rewind it announced but published nothing behind did not
-		 * happen: we go on from where it stood. */
-		if (d == HOLD_TX && skip >= s->pos)
-			atomic_store(&e->sh->prod_skip, 0);
-		/* What it produced on a newer look at the consumer than ours may
-		 * leave more outstanding than cap: no room until we look again. */
-		if (s->pos - s->peer > s->cap)
-			s->cap = s->pos - s->peer;
+		recover(s, d, e);
 		pthread_mutex_consistent(&s->lock);
 	}
 	e->pos = s->pos;

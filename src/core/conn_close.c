@@ -141,8 +141,8 @@ void conn_listener_closed(struct usock *s, unsigned long ino)
  * connections (shortlived.h). Its cursors count the bytes each way, its
  * connect() was a handshake timeout before its attach deadline, and the peer's
  * core is the one it last published a send from (none: not ours; on another
- * kernel, never ours). An end other
- * processes held too (s->hold) is not judged: its bytes are theirs as well. */
+ * kernel, never ours). An end other processes held too (s->hold) is not
+ * judged: its bytes are theirs as well. */
 static void learn_lifetime(struct usock *s)
 {
 	struct addr d;

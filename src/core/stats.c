@@ -144,33 +144,37 @@ static int tid_gone(int32_t tid)
 	return kill(tid, 0) < 0 && errno == ESRCH;
 }
 
+/* A slot for thread me: a free one, or with gone set one whose owner is gone. */
+static struct stat_slot *slot_take(struct stats_file *f, int32_t me, int gone)
+{
+	for (int i = 0; i < STAT_SLOTS; i++) {
+		struct stat_slot *s = &f->slot[i];
+		int32_t o = atomic_load_explicit(&s->owner, memory_order_relaxed);
+		if ((gone ? o == 0 || !tid_gone(o) : o != 0) ||
+		    !atomic_compare_exchange_strong(&s->owner, &o, me))
+			continue;
+		pthread_setspecific(slot_key, s);
+		return s;
+	}
+	return NULL;
+}
+
 /* A free slot, or one whose owner is gone without leaving it (a forked child
  * that exited, which runs no thread destructor), or NULL. */
 static struct stat_slot *slot_claim(struct stats_file *f)
 {
 	int32_t me = (int32_t)gettid();
+	struct stat_slot *s;
 
 	pthread_once(&slot_key_once, slot_key_make);
 	if (f == &fallback_counts || slot_key == (pthread_key_t)-1)
 		return NULL;
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass) {
-			uint64_t now = sys_now_ns(), at = atomic_load(&reclaim_at);
-			if (now < at || !atomic_compare_exchange_strong(&reclaim_at, &at,
-									now + SLOT_RECLAIM_NS))
-				return NULL;
-		}
-		for (int i = 0; i < STAT_SLOTS; i++) {
-			struct stat_slot *s = &f->slot[i];
-			int32_t o = atomic_load_explicit(&s->owner, memory_order_relaxed);
-			if ((pass ? o == 0 || !tid_gone(o) : o != 0) ||
-			    !atomic_compare_exchange_strong(&s->owner, &o, me))
-				continue;
-			pthread_setspecific(slot_key, s);
-			return s;
-		}
-	}
-	return NULL;
+	if ((s = slot_take(f, me, 0)))
+		return s;
+	uint64_t now = sys_now_ns(), at = atomic_load(&reclaim_at);
+	if (now < at || !atomic_compare_exchange_strong(&reclaim_at, &at, now + SLOT_RECLAIM_NS))
+		return NULL;
+	return slot_take(f, me, 1);
 }
 
 void stat_add(enum stat_id id, uint64_t n)

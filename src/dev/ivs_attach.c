@@ -76,14 +76,15 @@ static int alive_cb(void *arg, uint64_t key)
 	return ivs_alive(key);
 }
 
-/* Whether a process of the slot still runs, for a slot of our kernel and pid
- * namespace: we vouch for it, and it lives on while it sleeps elsewhere than in
- * the library (in read() of a terminal, waitpid()...). */
+/* Whether the slot's processes run on our kernel, in our pid namespace. */
 static int of_our_kernel(const struct region_slot *s)
 {
 	return !memcmp(s->boot_id, ivs.me.boot_id, sizeof(s->boot_id)) && s->pidns == ivs.me.pidns;
 }
 
+/* Whether a process of the slot still runs, for a slot of our kernel and pid
+ * namespace: we vouch for it, and it lives on while it sleeps elsewhere than in
+ * the library (in read() of a terminal, waitpid()...). */
 static int runs_here(const struct region_slot *s)
 {
 	if (!of_our_kernel(s))

@@ -17,9 +17,9 @@
  * once. While every live peer of the region can ring us, and nothing waits to
  * be seen by looking again, the timer fires only a tenth of a lease apart (the
  * lease itself is the keeper thread's, ivs_attach.c), for what a lost interrupt
- * would leave unseen: an idle process wakes a few times a second. A peer that cannot ring
- * (one that polls, a guest with ivshmem-plain) puts the timer back to its
- * usual rates. */
+ * would leave unseen: an idle process wakes a few times a second. A peer that
+ * cannot ring (one that polls, a guest with ivshmem-plain) puts the timer back
+ * to its usual rates. */
 #include "ivs.h"
 
 #include <errno.h>

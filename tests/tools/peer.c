@@ -75,6 +75,18 @@ static int io_all(int fd, void *buf, size_t n, int out)
 	return 0;
 }
 
+/* One exchange as a client makes it: the length, the bytes, their echo. Returns
+ * -1 if the connection failed, 1 if the echo differs, 0 if it came back whole. */
+static int exchange_on(int fd, const char *out, char *back, uint32_t n)
+{
+	uint32_t hdr = htonl(n);
+
+	if (io_all(fd, &hdr, sizeof(hdr), 1) < 0 || io_all(fd, (char *)out, n, 1) < 0 ||
+	    io_all(fd, back, n, 0) < 0)
+		return -1;
+	return memcmp(out, back, n) != 0;
+}
+
 static void serve(int l)
 {
 	for (;;) {
@@ -136,15 +148,13 @@ static pthread_barrier_t all_in;
 /* One exchange of exchange_n bytes on a connection of the thread's own, left open. */
 static void *exchange(void *wait)
 {
-	uint32_t hdr = htonl(exchange_n);
 	char *out = malloc(exchange_n ? exchange_n : 1), *back = malloc(exchange_n ? exchange_n : 1);
 	int fd = socket(dst.ss_family, SOCK_STREAM, 0);
 
 	if (!out || !back || fd < 0 || connect(fd, (struct sockaddr *)&dst, dst_len) < 0)
 		die("thread's connection");
 	memset(out, 't', exchange_n);
-	if (io_all(fd, &hdr, sizeof(hdr), 1) < 0 || io_all(fd, out, exchange_n, 1) < 0 ||
-	    io_all(fd, back, exchange_n, 0) < 0 || memcmp(out, back, exchange_n))
+	if (exchange_on(fd, out, back, exchange_n))
 		die("thread's exchange");
 	free(out);
 	free(back);
@@ -206,7 +216,7 @@ int main(int argc, char **argv)
 	}
 	if (argc < 5 || strcmp(argv[1], "client"))
 		return 2;
-	uint32_t n = (uint32_t)atoi(argv[4]), hdr = htonl(n);
+	uint32_t n = (uint32_t)atoi(argv[4]);
 	char *out = malloc(n ? n : 1), *back = malloc(n ? n : 1);
 	if (!out || !back)
 		die("malloc");
@@ -214,10 +224,10 @@ int main(int argc, char **argv)
 		out[i] = (char)(i * 7 + 3);
 	if (connect(fd, (struct sockaddr *)&ss, len) < 0)
 		die("connect");
-	if (io_all(fd, &hdr, sizeof(hdr), 1) < 0 || io_all(fd, out, n, 1) < 0 ||
-	    io_all(fd, back, n, 0) < 0)
+	int r = exchange_on(fd, out, back, n);
+	if (r < 0)
 		die("exchange");
-	if (memcmp(out, back, n)) {
+	if (r) {
 		fprintf(stderr, "peer: the echo differs\n");
 		return 1;
 	}
